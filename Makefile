@@ -1,0 +1,53 @@
+# Two commands do all of the setup: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+DEV_STAMP := $(VENV)/.installed-dev
+PORT ?= 8501
+
+.PHONY: run test install install-dev chromium lint bench clean
+
+## Start the app on http://localhost:$(PORT) (installs into .venv first when needed).
+run: $(RUNTIME_STAMP)
+	$(BIN)/python -m streamlit run app.py --server.port $(PORT)
+
+## Install everything, then run ruff and every test, the browser tests included.
+test: $(DEV_STAMP) chromium
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m pytest
+
+install: $(RUNTIME_STAMP)
+install-dev: $(DEV_STAMP)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(RUNTIME_STAMP): requirements.txt constraints.txt | $(BIN)/python
+	$(PIP) install -r requirements.txt -c constraints.txt
+	touch $@
+
+$(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
+	$(PIP) install -r requirements-dev.txt -c constraints.txt
+	touch $@
+
+## Debian's Chromium drives the browser tests; install it when missing and we may (root).
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		true; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "Installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+		echo "No Chromium found and not root: browser tests will be skipped (or fail when CI is set)."; \
+	fi
+
+lint: $(DEV_STAMP)
+	$(BIN)/python -m ruff check .
+
+bench: $(RUNTIME_STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache tests/e2e/screenshots

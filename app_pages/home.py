@@ -1,0 +1,26 @@
+"""Home: the five shapes a sequence problem can take, with links to the pages that use each."""
+
+import streamlit as st
+
+from rnnviz.figures.shapes import five_shapes_figure
+from rnnviz.shapes import SHAPES
+from rnnviz.ui.registry import page_by_url
+from rnnviz.ui.widgets import page_header, plot
+
+page_header(
+    "home",
+    "A recurrent network reads a sequence one step at a time and carries a **hidden state** h_t from each "
+    "step to the next. The same weights are used at every step, so one small network handles sequences of "
+    "any length. Problems differ in where the inputs x_t go in and where the outputs y_t come out:",
+    r"h_t = \tanh(W_{hh}\, h_{t-1} + W_{xh}\, x_t), \qquad y_t = W_{hy}\, h_t",
+)
+plot(five_shapes_figure())
+
+for shape in SHAPES:
+    with st.container(border=True):
+        st.markdown(f"**{shape.name}.** {shape.example}")
+        linked = [spec for spec in map(page_by_url, shape.page_urls) if spec is not None]
+        if linked:
+            cols = st.columns(len(linked))
+            for col, spec in zip(cols, linked):
+                col.page_link(spec.path, label=spec.title, icon=spec.icon)

@@ -1,0 +1,45 @@
+"""Run every benchmark, print its table, and write bench/results.json.
+
+Usage: python -m bench [name ...]   (names: see BENCHMARKS; default all)
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+# Module names under bench/, each with a run() -> dict.
+BENCHMARKS = ["train_overhead"]
+
+RESULTS = Path(__file__).resolve().parent / "results.json"
+
+
+def main(argv: list[str]) -> int:
+    names = argv or BENCHMARKS
+    unknown = sorted(set(names) - set(BENCHMARKS))
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}", file=sys.stderr)
+        return 2
+    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results = previous.get("benchmarks", {})
+    for name in names:
+        results[name] = importlib.import_module(f"bench.{name}").run()
+    out = {
+        "machine": {"python": platform.python_version(), "torch": torch.__version__,
+                    "threads": torch.get_num_threads(), "cuda": torch.cuda.is_available()},
+        "written": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "benchmarks": results,
+    }
+    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"\nwrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,49 @@
+"""Timing helpers for a noisy 2-core machine: alternate the contenders, report medians and ratios."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+
+def alternate(contenders: dict[str, Callable[[], object]], rounds: int = 5, warmup: int = 1) -> dict[str, list[float]]:
+    """Run each contender once per round, in turn, and return its wall times in seconds per round."""
+    for _ in range(warmup):
+        for fn in contenders.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def matmul_peak_gflops(n: int = 1024, repeats: int = 10) -> float:
+    """Best-of dense fp32 matmul throughput on this machine right now, the ceiling for our kernels."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+def print_table(title: str, header: list[str], rows: list[list[object]]) -> None:
+    """A plain fixed-width table on stdout."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    print(f"\n{title}")
+    print("  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)))

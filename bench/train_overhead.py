@@ -1,0 +1,94 @@
+"""Our character model's training step against a bare nn.LSTM + Adam loop with the same shapes.
+
+Both run the same work (embedding → LSTM → linear → cross-entropy → backward → Adam) on the same
+batches; rounds alternate so that noise from the other core hits both alike. A ratio of 1.0 means no
+overhead; the target is ≥ 0.95.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench.common import alternate, matmul_peak_gflops, median, print_table
+from rnnviz.charmodel import CharModel, ModelConfig
+from rnnviz.recurrent import detach_state
+from rnnviz.runtime import configure_cpu
+
+VOCAB, EMBED, BATCH, SEQ = 65, 64, 32, 64
+SHAPES = ((1, 128), (2, 256), (1, 512))  # (layers, hidden)
+
+
+class BareLSTM(nn.Module):
+    """The reference: torch modules wired by hand, nothing of ours."""
+
+    def __init__(self, layers: int, hidden: int):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, EMBED)
+        self.lstm = nn.LSTM(EMBED, hidden, layers, batch_first=True)
+        self.head = nn.Linear(hidden, VOCAB)
+
+    def forward(self, idx, targets, state):
+        out, state = self.lstm(self.embed(idx), state)
+        logits = self.head(out)
+        return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1)), state
+
+
+def _lstm_train_flops(layers: int, hidden: int, chars: int) -> float:
+    """Multiply-adds ×2 of forward + backward (≈3× forward) for the LSTM stack and the readout."""
+    per_char = sum(4 * hidden * ((EMBED if k == 0 else hidden) + hidden) for k in range(layers)) + hidden * VOCAB
+    return 3 * 2 * per_char * chars
+
+
+def _make_loop(model, step_fn, steps: int, data):
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    state = {"s": None}
+
+    def run():
+        for idx, targets in data[:steps]:
+            loss, new_state = step_fn(model, idx, targets, state["s"])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            state["s"] = detach_state(new_state)
+
+    return run
+
+
+def run(rounds: int = 5, steps: int = 10) -> dict:
+    configure_cpu()
+    torch.manual_seed(0)
+    data = [(torch.randint(0, VOCAB, (BATCH, SEQ)), torch.randint(0, VOCAB, (BATCH, SEQ))) for _ in range(steps)]
+    peak = matmul_peak_gflops()
+    results, rows = {"matmul_peak_gflops": round(peak, 1), "shapes": {}}, []
+    for layers, hidden in SHAPES:
+        ours = CharModel(ModelConfig(vocab_size=VOCAB, kind="lstm", layers=layers, hidden=hidden, embed_dim=EMBED))
+        bare = BareLSTM(layers, hidden)
+        times = alternate(
+            {
+                "rnnviz": _make_loop(ours, lambda m, i, t, s: m(i, t, s)[1:], steps, data),
+                "bare": _make_loop(bare, lambda m, i, t, s: m(i, t, s), steps, data),
+            },
+            rounds=rounds,
+        )
+        chars = steps * BATCH * SEQ
+        ours_cps, bare_cps = chars / median(times["rnnviz"]), chars / median(times["bare"])
+        gflops = _lstm_train_flops(layers, hidden, chars) / median(times["rnnviz"]) / 1e9
+        key = f"{layers}x{hidden}"
+        results["shapes"][key] = {
+            "rnnviz_chars_per_s": round(ours_cps),
+            "bare_chars_per_s": round(bare_cps),
+            "ratio": round(ours_cps / bare_cps, 3),
+            "gflops": round(gflops, 1),
+            "share_of_matmul_peak": round(gflops / peak, 3),
+        }
+        rows.append([key, f"{ours_cps:,.0f}", f"{bare_cps:,.0f}", f"{ours_cps / bare_cps:.3f}", f"{gflops:.1f}",
+                     f"{gflops / peak:.0%}"])
+    print_table(
+        f"train_overhead: chars/s, median of {rounds} alternating rounds (batch {BATCH}, seq {SEQ}); "
+        f"matmul peak {peak:.0f} GFLOP/s",
+        ["shape", "rnnviz", "bare nn.LSTM", "ratio", "GFLOP/s", "of peak"],
+        rows,
+    )
+    return results

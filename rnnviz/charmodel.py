@@ -1,0 +1,83 @@
+"""A character-level language model: embedding (or one-hot) → recurrent stack → linear readout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from rnnviz.recurrent import KINDS, State, Trace, make_recurrent
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Shape of a character model; frozen so it can key caches and travel in checkpoints."""
+
+    vocab_size: int  # V, distinct characters
+    kind: str = "lstm"  # "rnn", "lstm" or "gru"
+    layers: int = 1  # L, stacked recurrent layers
+    hidden: int = 128  # H, units per layer
+    embedding: bool = True  # False feeds one-hot x_t, to show an embedding is a column lookup of W_xh
+    embed_dim: int = 64  # E, width of the learned embedding when ``embedding`` is on
+    dropout: float = 0.0  # between stacked layers, training only
+    nonlinearity: str = "tanh"  # vanilla RNN only: "tanh" or "relu"
+
+    def __post_init__(self):
+        if self.vocab_size < 2:
+            raise ValueError(f"a character model needs at least 2 distinct characters, got {self.vocab_size}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.layers < 1 or self.hidden < 1 or self.embed_dim < 1:
+            raise ValueError("layers, hidden size and embedding width must all be at least 1")
+
+    @property
+    def input_size(self) -> int:
+        """Width of x_t fed to the first recurrent layer."""
+        return self.embed_dim if self.embedding else self.vocab_size
+
+
+class CharModel(nn.Module):
+    """Next-character model with ``forward(idx, targets=None, state=None) -> (logits, loss, state)``."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.embed_dim) if config.embedding else None
+        self.rnn = make_recurrent(
+            config.kind,
+            config.input_size,
+            config.hidden,
+            num_layers=config.layers,
+            nonlinearity=config.nonlinearity,
+            dropout=config.dropout,
+        )
+        self.head = nn.Linear(config.hidden, config.vocab_size)
+
+    def inputs(self, idx: Tensor) -> Tensor:
+        """x_t for every position: an embedding row, or a one-hot vector. (N, T) → (N, T, D)."""
+        if self.embed is not None:
+            return self.embed(idx)
+        return F.one_hot(idx, self.config.vocab_size).to(self.head.weight.dtype)
+
+    def forward(
+        self, idx: Tensor, targets: Tensor | None = None, state: State | None = None
+    ) -> tuple[Tensor, Tensor | None, State]:
+        """Logits (N, T, V), mean cross-entropy in nats/char when targets are given, and the final state."""
+        out, state = self.rnn(self.inputs(idx), state)  # (N, T, H)
+        logits = self.head(out)  # (N, T, V)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+        return logits, loss, state
+
+    def trace(self, idx: Tensor, state: State | None = None) -> tuple[Tensor, Trace]:
+        """Logits (N, T, V) and the full Trace of every gate, computed on the trace path."""
+        trace = self.rnn.trace(self.inputs(idx), state)
+        return self.head(trace.output), trace
+
+    def num_parameters(self) -> int:
+        """Trainable parameter count, as sum(p.numel())."""
+        return sum(p.numel() for p in self.parameters())
+

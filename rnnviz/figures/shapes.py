@@ -1,0 +1,62 @@
+"""The Home page's figure: input, hidden and output blocks for each of the five problem shapes."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from rnnviz.figures import PALETTE, house_style
+from rnnviz.shapes import SHAPES, ProblemShape
+
+_ROWS = {"input": 0.0, "hidden": 1.0, "output": 2.0}
+_HALF = 0.32  # half the side of a block
+
+
+def _block(fig: go.Figure, x: float, role: str, col: int) -> None:
+    y = _ROWS[role]
+    fig.add_shape(
+        type="rect", x0=x - _HALF, x1=x + _HALF, y0=y - _HALF, y1=y + _HALF,
+        fillcolor=PALETTE[role], line=dict(color="white", width=1), row=1, col=col,
+    )
+
+
+def _arrow(fig: go.Figure, x0: float, y0: float, x1: float, y1: float, col: int) -> None:
+    axis = "" if col == 1 else str(col)
+    fig.add_annotation(
+        x=x1, y=y1, ax=x0, ay=y0, xref=f"x{axis}", yref=f"y{axis}", axref=f"x{axis}", ayref=f"y{axis}",
+        showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=1.6, arrowcolor="#444", text="",
+    )
+
+
+def _draw_shape(fig: go.Figure, shape: ProblemShape, col: int) -> None:
+    for t in range(shape.steps):
+        _block(fig, t, "hidden", col)
+        if t > 0:
+            _arrow(fig, t - 1 + _HALF, 1.0, t - _HALF, 1.0, col)
+        if t in shape.input_steps:
+            _block(fig, t, "input", col)
+            _arrow(fig, t, _HALF, t, 1.0 - _HALF, col)
+        if t in shape.output_steps:
+            _block(fig, t, "output", col)
+            _arrow(fig, t, 1.0 + _HALF, t, 2.0 - _HALF, col)
+
+
+def five_shapes_figure() -> go.Figure:
+    """Five panels, left to right, each drawing x_t (red), h_t (green) and y_t (blue) over time."""
+    widths = [max(s.steps, 2) for s in SHAPES]
+    fig = make_subplots(
+        rows=1, cols=len(SHAPES), column_widths=widths, subplot_titles=[s.name for s in SHAPES],
+        horizontal_spacing=0.03,
+    )
+    for col, shape in enumerate(SHAPES, start=1):
+        _draw_shape(fig, shape, col)
+        fig.update_xaxes(range=[-0.6, max(shape.steps, 2) - 0.4], visible=False, row=1, col=col)
+        fig.update_yaxes(range=[-0.6, 2.6], visible=False, scaleanchor=f"x{'' if col == 1 else col}",
+                         row=1, col=col)
+    # Invisible markers give the figure a legend naming the three roles.
+    for role, label in (("input", "input x_t"), ("hidden", "hidden h_t"), ("output", "output y_t")):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
+                                 marker=dict(size=14, symbol="square", color=PALETTE[role])), row=1, col=1)
+    house_style(fig, height=300)
+    fig.update_layout(legend=dict(orientation="h", y=-0.05, x=0.5, xanchor="center"))
+    return fig

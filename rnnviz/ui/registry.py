@@ -1,0 +1,44 @@
+"""Every page of the app, listed once; app.py builds the navigation from it and the tests discover pages here.
+
+Plain data, no streamlit import. The scripts live in ``app_pages/``, not ``pages/``: with a ``pages/``
+folder, Streamlit serves the first deep link after a server start in its legacy mode, skipping app.py. To add a page: write ``app_pages/<name>.py`` (its st.title must be the
+``title`` below) and add one ``PageSpec`` to the block of its group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One page: where its script lives and how the navigation shows it."""
+
+    path: str  # script path relative to the repository root
+    title: str  # shown in the navigation and as the page's st.title
+    url_path: str  # the page's address: http://host/<url_path>
+    group: str  # navigation section
+    icon: str = ":material/article:"
+    default: bool = False  # the page served at "/"
+
+    @property
+    def address(self) -> str:
+        """The path a browser opens: "" for the default page (Streamlit serves it only at "/")."""
+        return "" if self.default else self.url_path
+
+
+PAGES: tuple[PageSpec, ...] = (
+    # --- Start ---
+    PageSpec("app_pages/home.py", "Home: the five shapes", "home", "Start", ":material/home:", default=True),
+    # --- Mechanics of recurrence ---
+    # --- Gradients and gates ---
+    # --- Character models ---
+    # --- Experiments ---
+)
+
+GROUPS: tuple[str, ...] = tuple(dict.fromkeys(p.group for p in PAGES))
+
+
+def page_by_url(url_path: str) -> PageSpec | None:
+    """The registered page with this url_path, or None."""
+    return next((p for p in PAGES if p.url_path == url_path), None)

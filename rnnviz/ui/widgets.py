@@ -1,0 +1,31 @@
+"""Small reusable widgets and session helpers shared by the pages."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rnnviz.ui.registry import page_by_url
+
+DEFAULT_SEED = 0
+
+# Plotly's mode bar is noise on a projector; keep the download button only.
+PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+
+
+def seed() -> int:
+    """The global seed chosen in the sidebar."""
+    return int(st.session_state.get("seed", DEFAULT_SEED))
+
+
+def page_header(url_path: str, intro: str, equation: str | None = None) -> None:
+    """The page's registered title, a short plain explanation, and its equation in LaTeX."""
+    spec = page_by_url(url_path)
+    st.title(spec.title if spec else url_path)
+    st.markdown(intro)
+    if equation:
+        st.latex(equation)
+
+
+def plot(fig, key: str | None = None) -> None:
+    """Render a plotly figure at the container's width with the app's chart config."""
+    st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key=key)

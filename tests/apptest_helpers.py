@@ -1,0 +1,31 @@
+"""Helpers for driving pages with streamlit's AppTest (no browser)."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+# Pages run real torch work on two noisy cores; AppTest's 3 s default is too tight.
+TIMEOUT = 60
+
+
+def open_page(page_path: str, timeout: float = TIMEOUT, query: dict | None = None) -> AppTest:
+    """Run the app, switch to the page at ``page_path`` (e.g. "app_pages/home.py") and render it."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    if query:
+        at.query_params.update(query)
+    at.run()
+    at.switch_page(page_path)
+    return at.run()
+
+
+def page_text(at: AppTest) -> str:
+    """All markdown, titles, captions, metrics and alerts on the page, joined for substring checks."""
+    parts = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "success", "warning", "error",
+                 "latex", "text", "code"):
+        parts.extend(str(getattr(el, "value", "")) for el in getattr(at, kind))
+    parts.extend(f"{m.label} {m.value}" for m in at.metric)
+    return "\n".join(parts)

@@ -1,0 +1,99 @@
+"""Start the app on a free loopback port and drive Debian's Chromium with Playwright."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "tests" / "e2e" / "screenshots"
+
+# Chromium flags for a closed network: without the background-networking ones it keeps dialling out.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+APP_IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def find_chromium() -> str | None:
+    """Path of a Chromium binary: $RNNVIZ_CHROMIUM, Debian's /usr/bin/chromium, or one on PATH."""
+    candidates = [os.environ.get("RNNVIZ_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
+                  shutil.which("chromium-browser")]
+    return next((c for c in candidates if c and Path(c).exists()), None)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(base_url: str, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"streamlit did not become healthy at {base_url} within {timeout:.0f} s")
+
+
+@contextmanager
+def streamlit_server(extra_args: tuple[str, ...] = (), env: dict | None = None):
+    """Run ``streamlit run app.py`` headless on a free port; yields the base URL, stops it afterwards."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           *extra_args]
+    log = open(ROOT / "tests" / "e2e" / f".server-{port}.log", "w")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base_url)
+        yield base_url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        Path(log.name).unlink(missing_ok=True)
+
+
+def wait_idle(page, timeout_ms: int = 60_000) -> None:
+    """Wait until the script run that the last action triggered has finished."""
+    page.wait_for_selector(APP_IDLE, timeout=timeout_ms)
+
+
+def open_app_page(page, base_url: str, url_path: str, timeout_ms: int = 60_000) -> None:
+    """Load a page by URL and wait until its script has run and its title is drawn."""
+    page.goto(f"{base_url}/{url_path}", wait_until="domcontentloaded")
+    page.wait_for_selector("h1", timeout=timeout_ms)
+    wait_idle(page, timeout_ms)
+
+
+def screenshot(page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,17 @@
+"""Every registered page loads in a real browser with no exception, shows its title, and is screenshotted."""
+
+import pytest
+
+from rnnviz.ui.registry import PAGES
+from tests.e2e.harness import open_app_page, screenshot
+
+
+@pytest.mark.parametrize("spec", PAGES, ids=[p.url_path for p in PAGES])
+def test_page_loads_in_browser(page, base_url, spec):
+    open_app_page(page, base_url, spec.address)
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.get_by_text("Page not found").count() == 0
+    assert page.get_by_role("heading", name=spec.title, level=1).is_visible()
+    # app.py ran around the page: the shared sidebar is there, whichever page a fresh server served first.
+    assert page.locator("[data-testid='stSidebar']").get_by_text("Seed").is_visible()
+    screenshot(page, spec.url_path)

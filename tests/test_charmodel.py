@@ -1,0 +1,53 @@
+"""CharModel: the shared forward interface, the trace path, and one-hot input as a column lookup."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from rnnviz.charmodel import CharModel, ModelConfig
+
+
+@pytest.mark.parametrize("kind", ["rnn", "lstm", "gru"])
+@pytest.mark.parametrize("embedding", [True, False])
+def test_forward_shapes_loss_and_trace_agree(kind, embedding):
+    model = CharModel(ModelConfig(vocab_size=7, kind=kind, layers=2, hidden=8, embedding=embedding, embed_dim=5))
+    idx = torch.randint(0, 7, (3, 6))
+    targets = torch.randint(0, 7, (3, 6))
+    logits, loss, state = model(idx, targets)
+    assert logits.shape == (3, 6, 7)
+    assert_close(loss, F.cross_entropy(logits.reshape(-1, 7), targets.reshape(-1)))
+    trace_logits, trace = model.trace(idx)
+    assert_close(trace_logits, logits)
+    h_n = state[0] if kind == "lstm" else state
+    assert_close(trace.final_state[0] if kind == "lstm" else trace.final_state, h_n)
+
+
+def test_state_carries_across_calls():
+    model = CharModel(ModelConfig(vocab_size=5, kind="lstm", hidden=6))
+    idx = torch.randint(0, 5, (2, 8))
+    whole, _, _ = model(idx)
+    _, _, state = model(idx[:, :5])
+    second, _, _ = model(idx[:, 5:], state=state)
+    assert_close(second, whole[:, 5:])
+
+
+def test_one_hot_input_is_a_column_lookup_of_w_xh():
+    model = CharModel(ModelConfig(vocab_size=4, kind="rnn", hidden=3, embedding=False))
+    idx = torch.tensor([[2]])
+    x = model.inputs(idx)  # (1, 1, 4)
+    w_xh = model.rnn.weight_ih_l0  # (H, V)
+    assert_close(x[0, 0] @ w_xh.T, w_xh[:, 2])
+
+
+def test_parameter_count_matches_torch():
+    model = CharModel(ModelConfig(vocab_size=10, kind="lstm", layers=2, hidden=16, embed_dim=8))
+    expected = 10 * 8 + (4 * 16 * (8 + 16) + 8 * 16) + (4 * 16 * (16 + 16) + 8 * 16) + (16 * 10 + 10)
+    assert model.num_parameters() == expected
+
+
+def test_bad_config_is_a_clear_error():
+    with pytest.raises(ValueError, match="2 distinct"):
+        ModelConfig(vocab_size=1)
+    with pytest.raises(ValueError, match="kind"):
+        ModelConfig(vocab_size=5, kind="cnn")
