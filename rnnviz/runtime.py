@@ -23,7 +23,7 @@ def physical_cores() -> int:
                 key, _, value = line.partition(":")
                 key = key.strip()
                 if key == "processor":
-                    cpu, phys, core = int(value), None, None
+                    cpu, phys = int(value), None
                 elif key == "physical id":
                     phys = value.strip()
                 elif key == "core id" and cpu in allowed:

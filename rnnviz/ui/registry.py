@@ -1,8 +1,10 @@
 """Every page of the app, listed once; app.py builds the navigation from it and the tests discover pages here.
 
-Plain data, no streamlit import. The scripts live in ``app_pages/``, not ``pages/``: with a ``pages/``
-folder, Streamlit serves the first deep link after a server start in its legacy mode, skipping app.py. To add a page: write ``app_pages/<name>.py`` (its st.title must be the
+Plain data, no streamlit import. To add a page: write ``app_pages/<name>.py`` (its st.title must be the
 ``title`` below) and add one ``PageSpec`` to the block of its group.
+
+The scripts live in ``app_pages/``, not ``pages/``: with a ``pages/`` folder, Streamlit serves the first
+deep link after a server start in its legacy mode, which skips app.py and its sidebar.
 """
 
 from __future__ import annotations
