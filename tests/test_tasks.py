@@ -26,4 +26,4 @@ def test_accuracy_ignores_unscored_positions():
 def test_lstm_learns_a_short_delay_well_above_chance():
     result = train_delayed_copy(CopyTrainConfig(task=DelayedCopy(4, 12, 1), steps=150, eval_every=50))
     assert result.eval_steps == [50, 100, 150]
-    assert result.final_accuracy > 0.9 > 4 * DelayedCopy(4, 12, 1).chance - 0.1
+    assert result.final_accuracy > 0.9  # chance is 0.25
