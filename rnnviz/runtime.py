@@ -36,8 +36,11 @@ def physical_cores() -> int:
 
 
 def configure_cpu() -> int:
-    """Match torch's intra-op threads to the physical cores and flush denormals; returns the thread count."""
-    threads = physical_cores()
+    """Match torch's intra-op threads to the physical cores and flush denormals; returns the thread count.
+
+    RNNVIZ_THREADS overrides the count, for machines shared with other heavy jobs.
+    """
+    threads = int(os.environ.get("RNNVIZ_THREADS", 0)) or physical_cores()
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     torch.set_flush_denormal(True)

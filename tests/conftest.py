@@ -3,7 +3,9 @@
 import pytest
 import torch
 
-torch.set_num_threads(2)
+from rnnviz.runtime import configure_cpu
+
+configure_cpu()
 
 
 @pytest.fixture(autouse=True)
