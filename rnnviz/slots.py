@@ -1,0 +1,70 @@
+"""A process-wide limit on how many sessions train at once, with a fair queue for the rest.
+
+Training saturates a core, so a server with C cores runs at most C training sessions; the others wait in
+arrival order and start when a slot frees. Holders and waiters keep a lease by calling ``acquire`` again
+(every training chunk does); a browser tab that vanished stops calling, and its lease expires, so a closed
+tab never keeps a slot.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable
+
+
+class TrainingSlots:
+    """At most ``capacity`` owners hold a slot; the rest queue first come, first served."""
+
+    def __init__(self, capacity: int, lease_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        self.lease_seconds = lease_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._holders: dict[Hashable, float] = {}  # owner → last seen
+        self._waiting: dict[Hashable, float] = {}  # owner → last seen, in arrival order
+
+    def _expire(self, now: float) -> None:
+        for table in (self._holders, self._waiting):
+            for owner in [o for o, seen in table.items() if now - seen > self.lease_seconds]:
+                del table[owner]
+
+    def acquire(self, owner: Hashable) -> bool:
+        """True when ``owner`` holds a slot (now or already); otherwise it joins or stays in the queue."""
+        with self._lock:
+            now = self._clock()
+            self._expire(now)
+            if owner in self._holders:
+                self._holders[owner] = now
+                return True
+            self._waiting[owner] = now  # joins at the end, or refreshes its lease and keeps its place
+            first_in_line = next(iter(self._waiting))
+            if len(self._holders) < self.capacity and owner == first_in_line:
+                del self._waiting[owner]
+                self._holders[owner] = now
+                return True
+            return False
+
+    def release(self, owner: Hashable) -> None:
+        """Give the slot back (or leave the queue); harmless when ``owner`` holds nothing."""
+        with self._lock:
+            self._holders.pop(owner, None)
+            self._waiting.pop(owner, None)
+
+    def queue_position(self, owner: Hashable) -> int | None:
+        """1 for the next in line, 2 for the one after, …; None when not waiting."""
+        with self._lock:
+            self._expire(self._clock())
+            for position, waiting in enumerate(self._waiting, start=1):
+                if waiting == owner:
+                    return position
+            return None
+
+    @property
+    def busy(self) -> int:
+        """Slots held right now."""
+        with self._lock:
+            self._expire(self._clock())
+            return len(self._holders)
