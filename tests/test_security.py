@@ -1,0 +1,42 @@
+"""Static checks of the project's safety settings: safe torch.load, upload limits, no injected JavaScript."""
+
+import re
+import tomllib
+
+from tests.apptest_helpers import ROOT
+
+SOURCES = [p for p in ROOT.rglob("*.py") if ".venv" not in p.parts and "tests" not in p.relative_to(ROOT).parts]
+
+
+def test_every_torch_load_uses_weights_only():
+    offenders = []
+    for path in SOURCES:
+        text = path.read_text()
+        for match in re.finditer(r"torch\.load\(", text):
+            call = text[match.start() : text.find(")", match.end()) + 1]
+            if "weights_only=True" not in call:
+                offenders.append(f"{path.relative_to(ROOT)}:{text[: match.start()].count(chr(10)) + 1}")
+    assert not offenders, f"torch.load without weights_only=True at {offenders}"
+
+
+def test_no_javascript_injection_switches():
+    for path in SOURCES:
+        text = path.read_text()
+        assert "unsafe_allow_javascript" not in text, path
+        assert "components.html" not in text, path
+
+
+def test_streamlit_config_is_classroom_safe():
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] <= 20
+    assert config["server"].get("enableXsrfProtection", True) is True
+    assert config["runner"]["magicEnabled"] is False
+    assert config["client"]["toolbarMode"] == "viewer"
+    assert config["browser"]["gatherUsageStats"] is False
+
+
+def test_engine_never_imports_streamlit():
+    pattern = re.compile(r"^\s*(import streamlit|from streamlit)", re.MULTILINE)
+    engine = [p for p in (ROOT / "rnnviz").rglob("*.py") if "ui" not in p.relative_to(ROOT / "rnnviz").parts]
+    assert engine
+    assert [str(p) for p in engine if pattern.search(p.read_text())] == []
