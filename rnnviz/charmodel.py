@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -22,6 +23,7 @@ class ModelConfig:
     embed_dim: int = 64  # E, width of the learned embedding when ``embedding`` is on
     dropout: float = 0.0  # between stacked layers, training only
     nonlinearity: str = "tanh"  # vanilla RNN only: "tanh" or "relu"
+    forget_bias: float | None = None  # LSTM only: initial b_f = b_ih,f + b_hh,f; None keeps torch's uniform init
 
     def __post_init__(self):
         if self.vocab_size < 2:
@@ -53,6 +55,20 @@ class CharModel(nn.Module):
             dropout=config.dropout,
         )
         self.head = nn.Linear(config.hidden, config.vocab_size)
+        if config.forget_bias is not None and config.kind == "lstm":
+            self.init_forget_bias(config.forget_bias)
+
+    @torch.no_grad()
+    def init_forget_bias(self, value: float) -> None:
+        """Set every layer's forget-gate bias so that b_ih,f + b_hh,f = value (f_t starts near σ(value)).
+
+        torch stacks the LSTM gates as (i, f, g, o), so the forget slice of each bias is rows H…2H.
+        A positive value keeps the cell path c_t = f_t ⊙ c_{t-1} + i_t ⊙ g_t open early in training.
+        """
+        hidden = self.config.hidden
+        for layer in range(self.config.layers):
+            getattr(self.rnn, f"bias_ih_l{layer}")[hidden : 2 * hidden] = value
+            getattr(self.rnn, f"bias_hh_l{layer}")[hidden : 2 * hidden] = 0.0
 
     def inputs(self, idx: Tensor) -> Tensor:
         """x_t for every position: an embedding row, or a one-hot vector. (N, T) → (N, T, D)."""

@@ -51,3 +51,19 @@ def test_bad_config_is_a_clear_error():
         ModelConfig(vocab_size=1)
     with pytest.raises(ValueError, match="kind"):
         ModelConfig(vocab_size=5, kind="cnn")
+
+
+def test_forget_bias_init_sets_b_f_and_leaves_other_gates():
+    torch.manual_seed(3)
+    plain = CharModel(ModelConfig(vocab_size=6, kind="lstm", layers=2, hidden=4))
+    torch.manual_seed(3)
+    model = CharModel(ModelConfig(vocab_size=6, kind="lstm", layers=2, hidden=4, forget_bias=1.0))
+    for layer in range(2):
+        b_ih, b_hh = getattr(model.rnn, f"bias_ih_l{layer}"), getattr(model.rnn, f"bias_hh_l{layer}")
+        assert_close(b_ih[4:8] + b_hh[4:8], torch.ones(4))  # gates stacked (i, f, g, o)
+        assert_close(b_ih[:4], getattr(plain.rnn, f"bias_ih_l{layer}")[:4])
+        assert_close(b_hh[8:], getattr(plain.rnn, f"bias_hh_l{layer}")[8:])
+    # f_t at the first step of a zero state is σ(W_if x_t + b_f): with zero input weights it is σ(1).
+    model.rnn.weight_ih_l0.data.zero_()
+    _, trace = model.trace(torch.tensor([[2]]))
+    assert_close(trace["f"][0, 0], torch.full((1, 4), torch.sigmoid(torch.tensor(1.0)).item()))
