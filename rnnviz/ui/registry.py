@@ -34,6 +34,9 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("app_pages/home.py", "Home: the five shapes", "home", "Start", ":material/home:", default=True),
     # --- Mechanics of recurrence ---
     # --- Gradients and gates ---
+    PageSpec("app_pages/gradient_decay.py", "Gradient decay", "gradient-decay", "Gradients and gates",
+             ":material/trending_down:"),
+    PageSpec("app_pages/lstm_gates.py", "LSTM gates", "lstm-gates", "Gradients and gates", ":material/tune:"),
     # --- Character models ---
     # --- Experiments ---
 )

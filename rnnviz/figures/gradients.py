@@ -1,0 +1,208 @@
+"""Figures of the Gradient decay page: measured curves solid, theory lines dashed, log axes labelled."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from rnnviz.figures import PALETTE, house_style
+from rnnviz.gradients import CellPath, ClipRun, Contributions, DecayCurves, PowerCurve
+
+# Colours of the overlaid σ₁ values, after the highlighted one (PALETTE["measured"]).
+OVERLAY_COLOURS = ("#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#d9d9d9", "#c6dbef")
+TANH_COLOUR = PALETTE["measured"]
+LINEAR_COLOUR = PALETTE["weight"]
+LSTM_COLOUR = PALETTE["hidden"]
+
+_SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def sci(value: float, digits: int = 3) -> str:
+    """A number as a projector reads it: 1507.98 → "1.51·10³", 0.000456 → "4.56·10⁻⁴", 0.62 → "0.620"."""
+    if value == 0 or not math.isfinite(value):
+        return {math.inf: "∞", -math.inf: "−∞"}.get(value, "0" if value == 0 else "NaN")
+    exponent = math.floor(math.log10(abs(value)))
+    if -2 <= exponent <= 2:
+        return f"{value:.{max(digits - 1 - exponent, 0)}f}"
+    mantissa = value / 10**exponent
+    if round(mantissa, digits - 1) >= 10:  # 9.996 rounds up to the next decade
+        mantissa, exponent = mantissa / 10, exponent + 1
+    return f"{mantissa:.{digits - 1}f}·10{str(exponent).translate(_SUPERSCRIPTS)}"
+
+
+def _positive(values: np.ndarray) -> list[float | None]:
+    """Values for a log axis: zeros, infinities and NaNs become gaps instead of breaking the axis."""
+    return [float(v) if (math.isfinite(v) and v > 0) else None for v in values]
+
+
+def _log_axis(fig: go.Figure, title: str, **where) -> None:
+    fig.update_yaxes(type="log", title_text=title, exponentformat="power", **where)
+
+
+def power_figure(curves: list[PowerCurve], highlight: float) -> go.Figure:
+    """‖W_hh^k v‖ against k for each σ₁, measured (solid) beside the theory σ₁^k (dashed)."""
+    fig = go.Figure()
+    fig.add_hline(y=1, line=dict(color=PALETTE["muted"], width=1), annotation_text="‖v‖ = 1",
+                  annotation_position="bottom left")
+    others = iter(OVERLAY_COLOURS)
+    for curve in sorted(curves, key=lambda c: (c.sigma == highlight, c.sigma)):
+        chosen = curve.sigma == highlight
+        colour = PALETTE["measured"] if chosen else next(others)
+        label = f"σ₁ = {curve.sigma:.2f}"
+        fig.add_trace(go.Scatter(
+            x=curve.k, y=_positive(curve.theory), mode="lines", name=f"{label}: theory σ₁ᵏ",
+            line=dict(color=PALETTE["theory"] if chosen else colour, dash="dash", width=2 if chosen else 1.5),
+            hovertemplate="k = %{x}<br>σ₁ᵏ = %{y:.3g}<extra>theory</extra>",
+        ))
+        fig.add_trace(go.Scatter(
+            x=curve.k, y=_positive(curve.measured), mode="lines", name=f"{label}: measured ‖W_hhᵏ v‖",
+            line=dict(color=colour, width=4 if chosen else 2.5),
+            hovertemplate="k = %{x}<br>‖W_hhᵏ v‖ = %{y:.3g}<extra>measured</extra>",
+        ))
+        if chosen:
+            k, value = int(curve.k[-1]), float(curve.measured[-1])
+            if math.isfinite(value) and value > 0:
+                fig.add_annotation(x=k, y=math.log10(value), text=f"<b>{sci(value)}</b> after {k} steps",
+                                   showarrow=True, arrowhead=2, ax=-90, ay=-35 if value >= 1 else 35,
+                                   font=dict(color=colour))
+    fig.update_xaxes(title_text="k, the number of multiplications by W_hh")
+    _log_axis(fig, "‖W_hhᵏ v‖ (log scale)")
+    house_style(fig, height=460)
+    fig.update_layout(title="Repeated multiplication: measured (solid) and theory σ₁ᵏ (dashed)")
+    return fig
+
+
+def decay_figure(curves: DecayCurves, sigma: float, cell: CellPath | None = None) -> go.Figure:
+    """‖∂h_T/∂h_k‖ against T − k for the real tanh RNN.
+
+    Without ``cell``: beside W_hh alone (tanh′ ≡ 1) and the theory σ₁^(T−k), dashed. With ``cell``: beside
+    the LSTM's cell path ‖∂c_T/∂c_k‖ on the same axes.
+    """
+    fig = go.Figure()
+    if cell is None:
+        _linear_traces(fig, curves, sigma)
+    fig.add_trace(go.Scatter(
+        x=curves.lag, y=_positive(curves.with_tanh), mode="lines", name="measured ‖∂h_T/∂h_k‖, tanh RNN",
+        line=dict(color=TANH_COLOUR, width=4),
+        hovertemplate="T − k = %{x}<br>‖∂h_T/∂h_k‖ = %{y:.3g}<extra>tanh RNN</extra>",
+    ))
+    if cell is not None:
+        fig.add_trace(go.Scatter(
+            x=cell.lag, y=_positive(cell.cell_path), mode="lines",
+            name=f"measured ‖∂c_T/∂c_k‖, LSTM cell path (b_f = {cell.forget_bias:+.1f})",
+            line=dict(color=LSTM_COLOUR, width=4),
+            hovertemplate="T − k = %{x}<br>‖∏ diag(f_t)‖ = %{y:.3g}<extra>LSTM</extra>",
+        ))
+    fig.update_xaxes(title_text="T − k, steps back from T")
+    _log_axis(fig, "gradient norm (log scale)")
+    house_style(fig, height=460)
+    fig.update_layout(legend=dict(orientation="h", y=-0.2, x=0, xanchor="left"))
+    return fig
+
+
+def _linear_traces(fig: go.Figure, curves: DecayCurves, sigma: float) -> None:
+    fig.add_trace(go.Scatter(
+        x=curves.lag, y=_positive(curves.theory), mode="lines", name=f"theory σ₁^(T−k), σ₁ = {sigma:.2f}",
+        line=dict(color=PALETTE["theory"], dash="dash", width=2),
+        hovertemplate="T − k = %{x}<br>σ₁^(T−k) = %{y:.3g}<extra>theory</extra>",
+    ))
+    fig.add_trace(go.Scatter(
+        x=curves.lag, y=_positive(curves.linear), mode="lines", name="measured ‖W_hh^(T−k)‖ (no tanh′)",
+        line=dict(color=LINEAR_COLOUR, width=3),
+        hovertemplate="T − k = %{x}<br>‖W_hh^(T−k)‖ = %{y:.3g}<extra>linear</extra>",
+    ))
+
+
+def decay_sentence(curves: DecayCurves, sigma: float) -> str:
+    """One sentence reading the decay figure's end points, in plain words."""
+    steps = int(curves.lag[-1])
+    linear, real = float(curves.linear[-1]), float(curves.with_tanh[-1])
+    verb = "grows" if linear > 1 else "shrinks"
+    sentence = (
+        f"Over T − k = {steps} steps, W_hh alone {verb} the gradient to {sci(linear)}, while the real tanh "
+        f"RNN's Jacobian product reaches {sci(real)}: every step also multiplies by tanh′ values whose mean "
+        f"is {curves.mean_tanh_prime:.2f}."
+    )
+    if sigma > 1 and real < 1:
+        sentence += f" So even σ₁ = {sigma:.2f}, above 1, decays once tanh′ < 1."
+    return sentence
+
+
+def tanh_prime_figure(values: np.ndarray) -> go.Figure:
+    """Histogram of every tanh′(a_t) met on the forward run, with its mean marked."""
+    mean = float(values.mean())
+    fig = go.Figure(go.Histogram(
+        x=values, xbins=dict(start=0, end=1.0001, size=0.025), marker_color=PALETTE["measured"],
+        hovertemplate="tanh′ in %{x}<br>%{y} values<extra></extra>",
+    ))
+    fig.add_vline(x=mean, line=dict(color=PALETTE["highlight"], width=3),
+                  annotation_text=f"mean tanh′ = {mean:.2f}", annotation_position="top left",
+                  annotation_font=dict(color=PALETTE["highlight"]))
+    fig.update_xaxes(title_text="tanh′(a_t) = 1 − h_t²", range=[0, 1.02])
+    fig.update_yaxes(title_text="count (units × steps)")
+    house_style(fig, height=360)
+    fig.update_layout(showlegend=False, bargap=0.05)
+    return fig
+
+
+def contributions_figure(result: Contributions, log: bool = True) -> go.Figure:
+    """The contribution of each step t to ∂L_T/∂W_hh, as bars over t."""
+    fig = go.Figure(go.Bar(
+        x=result.t, y=_positive(result.norms) if log else result.norms, marker_color=PALETTE["measured"],
+        hovertemplate="t = %{x}<br>‖contribution‖ = %{y:.3g}<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="step t (the loss is at the last step T)")
+    if log:
+        _log_axis(fig, "‖∂L_T/∂W_hh from step t‖ (log scale)")
+    else:
+        fig.update_yaxes(title_text="‖∂L_T/∂W_hh from step t‖")
+    house_style(fig, height=380)
+    fig.update_layout(showlegend=False, bargap=0.1)
+    return fig
+
+
+def _clip_panel(fig: go.Figure, run: ClipRun, col: int, threshold: float) -> None:
+    steps = np.arange(1, len(run.grad_norms) + 1)
+    colour = PALETTE["measured"] if run.threshold is not None else PALETTE["input"]
+    fig.add_trace(go.Scatter(
+        x=steps, y=_positive(run.grad_norms), mode="lines+markers", name="‖g‖ before clipping",
+        line=dict(color=colour, width=3), marker=dict(size=5), showlegend=col == 1,
+        legendgroup="norm", hovertemplate="step %{x}<br>‖g‖ = %{y:.3g}<extra></extra>",
+    ), row=1, col=col)
+    fig.add_trace(go.Scatter(
+        x=steps, y=_positive(run.losses), mode="lines", name="loss",
+        line=dict(color=PALETTE["output"], width=3), showlegend=col == 1,
+        legendgroup="loss", hovertemplate="step %{x}<br>loss = %{y:.3g}<extra></extra>",
+    ), row=2, col=col)
+    label = f"θ = {threshold:g}" if run.threshold is not None else f"θ = {threshold:g} (not applied)"
+    fig.add_hline(y=threshold, line=dict(color=PALETTE["theory"], dash="dash", width=2), row=1, col=col,
+                  annotation_text=label, annotation_position="bottom right")
+    if run.blew_up_at is not None:
+        finite = [v for v in run.grad_norms if math.isfinite(v)]
+        top = max(finite) if finite else 1.0
+        fig.add_trace(go.Scatter(
+            x=[run.blew_up_at], y=[top], mode="markers+text", text=[f"inf/NaN at step {run.blew_up_at}"],
+            textposition="middle left", marker=dict(symbol="x", size=16, color=PALETTE["input"]),
+            textfont=dict(color=PALETTE["input"]), showlegend=False, hoverinfo="skip",
+        ), row=1, col=col)
+
+
+def clipping_figure(unclipped: ClipRun, clipped: ClipRun, threshold: float, steps: int) -> go.Figure:
+    """Gradient norm and loss per SGD step, without clipping (left) and with clipping at θ (right)."""
+    fig = make_subplots(
+        rows=2, cols=2, shared_xaxes=True, vertical_spacing=0.1, horizontal_spacing=0.08,
+        subplot_titles=("without clipping", f"with clipping at θ = {threshold:g}", "", ""),
+    )
+    _clip_panel(fig, unclipped, 1, threshold)
+    _clip_panel(fig, clipped, 2, threshold)
+    fig.update_xaxes(range=[0, steps + 1])
+    fig.update_xaxes(title_text="SGD step", row=2)
+    for col in (1, 2):
+        _log_axis(fig, "‖g‖ (log scale)" if col == 1 else "", row=1, col=col)
+        _log_axis(fig, "loss (log scale)" if col == 1 else "", row=2, col=col)
+    house_style(fig, height=560)
+    fig.update_layout(legend=dict(orientation="h", y=1.12, x=1, xanchor="right"))
+    return fig
