@@ -1,0 +1,371 @@
+"""Checkpoints: one .pt per trained model, written atomically, read only through weights_only loading.
+
+A checkpoint is a plain dict (tensors, str, int, float, bool, None, lists and dicts only), so that
+``torch.load(..., weights_only=True)`` reads it without running any pickled code:
+
+    format_version  int, FORMAT_VERSION
+    corpus          str, the corpus name it was trained on
+    config          dict, TrainConfig.to_dict()
+    vocab           str, the vocabulary's characters in id order
+    model           the CharModel state_dict (torch's parameter names: embed.weight, rnn.weight_ih_l0, …)
+    history, evals  lists of StepRecord / EvalRecord dicts
+    optimizer … rng the rest of Trainer.state_dict(), for an exact resume (optimizer may be None)
+
+``export_script`` writes a standalone training script that needs only torch.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import torch
+
+from rnnviz.charmodel import CharModel
+from rnnviz.corpus import CorpusError, Vocab
+from rnnviz.train import EvalRecord, StepRecord, TrainConfig, Trainer
+
+FORMAT_VERSION = 1
+TRAINER_KEYS = (
+    "config", "vocab", "model", "optimizer", "step", "seconds", "initial_loss", "position", "carried_state", "rng",
+    "history", "evals",
+)  # fmt: skip
+KEYS = frozenset(("format_version", "corpus", *TRAINER_KEYS))
+
+
+class CheckpointError(ValueError):
+    """A file that is not a usable rnnviz checkpoint, with the reason in words."""
+
+
+@dataclass(eq=False)
+class Checkpoint:
+    """A loaded checkpoint: the model (CPU, eval mode) and what it came with."""
+
+    config: TrainConfig
+    vocab: Vocab
+    model: CharModel
+    corpus: str
+    history: list[StepRecord]
+    evals: list[EvalRecord]
+    trainer_state: dict  # for Trainer.load_state_dict, to keep training
+
+    @property
+    def step(self) -> int:
+        return self.trainer_state["step"]
+
+
+def save_checkpoint(path: str | Path, trainer: Trainer, corpus_name: str | None = None,
+                    include_optimizer: bool = True) -> Path:
+    """Write ``trainer``'s model and training state to ``path`` atomically (temporary file, then rename).
+
+    ``include_optimizer=False`` drops the optimizer moments (2× the weights for Adam) for a smaller file;
+    training can still continue from it, with fresh moments.
+    """
+    payload = {"format_version": FORMAT_VERSION, "corpus": corpus_name or trainer.corpus.name,
+               **trainer.state_dict()}
+    if not include_optimizer:
+        payload["optimizer"] = None
+    _to_cpu_inplace(payload)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            torch.save(payload, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp_name, path)
+    finally:
+        Path(tmp_name).unlink(missing_ok=True)
+    return path
+
+
+def checkpoint_bytes(trainer: Trainer, corpus_name: str | None = None, include_optimizer: bool = True) -> bytes:
+    """The same file as ``save_checkpoint`` writes, in memory (for a download button)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = save_checkpoint(Path(folder) / "model.pt", trainer, corpus_name, include_optimizer)
+        return path.read_bytes()
+
+
+def load_checkpoint(source: str | Path | bytes | BinaryIO) -> Checkpoint:
+    """Read and validate a checkpoint from a path, bytes or a binary file object.
+
+    Always ``torch.load(..., weights_only=True, map_location="cpu")``: a pickle that would construct
+    arbitrary objects or call functions is refused before any of it runs. Every field is checked, and the
+    weights load into our own architecture with ``strict=True``. Every failure is a CheckpointError.
+    """
+    raw = _read_bytes(source)
+    if len(raw) < 4:
+        raise CheckpointError("The file is empty or far too short to be a checkpoint.")
+    if not raw.startswith(b"PK\x03\x04"):
+        raise CheckpointError("This is not a PyTorch checkpoint (.pt) file.")
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            damaged = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, ValueError):
+        raise CheckpointError("The checkpoint file is truncated or damaged; save or download it again.") from None
+    if damaged is not None:
+        raise CheckpointError(f"The checkpoint file is damaged ({damaged} does not match its checksum).")
+    try:
+        payload = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError:
+        raise CheckpointError(
+            "The checkpoint holds Python objects other than tensors and plain values (it may try to run code), "
+            "so it was refused without running it."
+        ) from None
+    except Exception as err:  # torch raises RuntimeError and friends for damaged archives
+        raise CheckpointError(f"The checkpoint could not be read ({type(err).__name__}); it may be damaged.") from None
+    return _validate(payload)
+
+
+def _read_bytes(source) -> bytes:
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source)
+    if isinstance(source, str | Path):
+        try:
+            return Path(source).read_bytes()
+        except OSError as err:
+            raise CheckpointError(f"Could not read {source}: {err.strerror or err}.") from None
+    return source.read()
+
+
+def _validate(payload) -> Checkpoint:
+    if not isinstance(payload, dict):
+        raise CheckpointError("The file is a torch file but not an rnnviz checkpoint (no dict of fields).")
+    version = payload.get("format_version")
+    if version != FORMAT_VERSION:
+        raise CheckpointError(
+            f"The checkpoint's format version is {version!r}; this rnnviz reads version {FORMAT_VERSION}."
+        )
+    missing, extra = sorted(KEYS - set(payload)), sorted(set(payload) - KEYS)
+    if missing or extra:
+        parts = [f"missing {', '.join(missing)}"] if missing else []
+        parts += [f"unexpected {', '.join(extra)}"] if extra else []
+        raise CheckpointError(f"The checkpoint's fields do not match: {'; '.join(parts)}.")
+    if not isinstance(payload["corpus"], str):
+        raise CheckpointError("The checkpoint's corpus name is not a string.")
+    if not isinstance(payload["config"], dict):
+        raise CheckpointError("The checkpoint's training config is not a dict.")
+    try:
+        config = TrainConfig.from_dict(payload["config"])
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"The checkpoint's training config is invalid: {err}.") from None
+    if not isinstance(payload["vocab"], str):
+        raise CheckpointError("The checkpoint's vocabulary is not a string of characters.")
+    try:
+        vocab = Vocab(payload["vocab"])
+        model = CharModel(config.model_config(vocab.size))
+    except (CorpusError, ValueError) as err:
+        raise CheckpointError(f"The checkpoint's vocabulary is invalid: {err}.") from None
+    weights = payload["model"]
+    if not isinstance(weights, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
+    ):
+        raise CheckpointError("The checkpoint's weights are not a dict of named tensors.")
+    expected = model.state_dict()
+    missing_w, extra_w = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
+    if missing_w or extra_w:
+        raise CheckpointError(
+            f"The checkpoint's weights do not fit a {config.layers}-layer {config.kind.upper()}: "
+            f"missing {missing_w}, unexpected {extra_w}."
+        )
+    wrong = [f"{k} is {tuple(v.shape)}, expected {tuple(expected[k].shape)}" for k, v in weights.items()
+             if v.shape != expected[k].shape]
+    if wrong:
+        raise CheckpointError(f"The checkpoint's weight shapes do not match its config: {'; '.join(wrong[:3])}.")
+    model.load_state_dict(weights, strict=True)
+    model.eval()
+    try:
+        history = [StepRecord(**r) for r in payload["history"]]
+        evals = [EvalRecord(**r) for r in payload["evals"]]
+    except TypeError:
+        raise CheckpointError("The checkpoint's training history is malformed.") from None
+    step = payload["step"]
+    if not isinstance(step, int) or step < 0 or not isinstance(payload["position"], int):
+        raise CheckpointError("The checkpoint's step count or data position is malformed.")
+    if payload["optimizer"] is not None and not isinstance(payload["optimizer"], dict):
+        raise CheckpointError("The checkpoint's optimizer state is malformed.")
+    trainer_state = {key: payload[key] for key in TRAINER_KEYS}
+    return Checkpoint(config, vocab, model, payload["corpus"], history, evals, trainer_state)
+
+
+def resume_trainer(checkpoint: Checkpoint, corpus) -> Trainer:
+    """A Trainer that continues ``checkpoint`` on ``corpus`` (exactly, when the optimizer state was kept)."""
+    trainer = Trainer(checkpoint.config, corpus, vocab=checkpoint.vocab)
+    state = dict(checkpoint.trainer_state)
+    if state["optimizer"] is None:
+        state["optimizer"] = trainer.optimizer.state_dict()
+    try:
+        trainer.load_state_dict(state)
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        raise CheckpointError(f"The checkpoint's training state cannot be resumed: {err}") from None
+    return trainer
+
+
+def _to_cpu_inplace(value):
+    """Move every tensor in a nested dict/list to the CPU, so the file loads anywhere."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _to_cpu_inplace(item)
+        return value
+    if isinstance(value, list):
+        return [_to_cpu_inplace(item) for item in value]
+    if isinstance(value, torch.Tensor):
+        return value.cpu()
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Standalone script
+
+
+def export_script(config: TrainConfig, vocab: Vocab, path: str | Path | None = None) -> str:
+    """Source of a standalone .py (torch only) that rebuilds this model and trains it on a text file.
+
+    Its module names match CharModel's (embed, rnn, head), so it can start from a checkpoint's weights
+    (``--init m.pt``) and its saved weights load back into rnnviz. Written to ``path`` when given.
+    """
+    source = _SCRIPT.format(
+        vocab=repr(vocab.chars),
+        kind=repr(config.kind),
+        torch_class={"rnn": "RNN", "lstm": "LSTM", "gru": "GRU"}[config.kind],
+        layers=config.layers,
+        hidden=config.hidden,
+        embedding=config.embedding,
+        embed_dim=config.embed_dim,
+        dropout=config.dropout if config.layers > 1 else 0.0,
+        forget_bias=repr(config.forget_bias if config.kind == "lstm" else None),
+        optimizer=repr(config.optimizer),
+        lr=config.lr,
+        lr_decay_steps=config.lr_decay_steps,
+        lr_floor=config.lr_floor,
+        batch=config.batch,
+        seq_len=config.seq_len,
+        clip=repr(config.clip),
+        seed=config.seed,
+    )
+    if path is not None:
+        Path(path).write_text(source, encoding="utf-8")
+    return source
+
+
+_SCRIPT = '''"""A character-level {torch_class} exported from rnnviz: rebuilds the model, trains it with truncated BPTT.
+
+Needs only PyTorch. Usage:
+    python this_script.py input.txt [--steps 2000] [--init checkpoint.pt] [--out weights.pt]
+Characters of input.txt outside the vocabulary below are dropped.
+"""
+
+import argparse
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+VOCAB = {vocab}
+KIND = {kind}
+LAYERS, HIDDEN = {layers}, {hidden}
+EMBEDDING, EMBED_DIM = {embedding}, {embed_dim}
+DROPOUT = {dropout}
+FORGET_BIAS = {forget_bias}
+OPTIMIZER, LR, LR_DECAY_STEPS, LR_FLOOR = {optimizer}, {lr!r}, {lr_decay_steps}, {lr_floor!r}
+BATCH, SEQ_LEN, CLIP, SEED = {batch}, {seq_len}, {clip}, {seed}
+
+
+class CharModel(nn.Module):
+    """Embedding (or one-hot) -> stacked nn.{torch_class} -> linear readout."""
+
+    def __init__(self):
+        super().__init__()
+        V = len(VOCAB)
+        self.embed = nn.Embedding(V, EMBED_DIM) if EMBEDDING else None
+        self.rnn = nn.{torch_class}(EMBED_DIM if EMBEDDING else V, HIDDEN, LAYERS, batch_first=True, dropout=DROPOUT)
+        self.head = nn.Linear(HIDDEN, V)
+        if FORGET_BIAS is not None:
+            with torch.no_grad():  # gates are stacked (i, f, g, o): b_ih,f + b_hh,f = FORGET_BIAS
+                for k in range(LAYERS):
+                    getattr(self.rnn, f"bias_ih_l{{k}}")[HIDDEN : 2 * HIDDEN] = FORGET_BIAS
+                    getattr(self.rnn, f"bias_hh_l{{k}}")[HIDDEN : 2 * HIDDEN] = 0.0
+
+    def forward(self, idx, targets, state=None):
+        x = self.embed(idx) if self.embed is not None else F.one_hot(idx, len(VOCAB)).float()
+        out, state = self.rnn(x, state)
+        logits = self.head(out)
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1)), state
+
+
+def make_optimizer(params):
+    if OPTIMIZER == "adam":
+        return torch.optim.Adam(params, lr=LR)
+    if OPTIMIZER == "rmsprop":
+        return torch.optim.RMSprop(params, lr=LR)
+    if OPTIMIZER == "sgd":
+        return torch.optim.SGD(params, lr=LR, momentum=0.9)
+    return torch.optim.Adagrad(params, lr=LR)
+
+
+def lr_at(step):
+    if LR_DECAY_STEPS <= 0:
+        return LR
+    progress = min(step, LR_DECAY_STEPS) / LR_DECAY_STEPS
+    return LR * (LR_FLOOR + (1 - LR_FLOOR) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("text", help="a UTF-8 text file to train on")
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--init", help="start from the weights of an rnnviz checkpoint")
+    parser.add_argument("--out", default="weights.pt", help="where to save the trained state_dict")
+    args = parser.parse_args()
+
+    torch.manual_seed(SEED)
+    stoi = {{ch: i for i, ch in enumerate(VOCAB)}}
+    text = open(args.text, encoding="utf-8").read()
+    data = torch.tensor([stoi[ch] for ch in text if ch in stoi], dtype=torch.long)
+    split = int(len(data) * 0.9)
+    train = data[:split] if len(data) >= 100 else data
+    batch = max(1, min(BATCH, (len(train) - 1) // SEQ_LEN))
+    stream = (len(train) - 1) // batch
+    seq_len = min(SEQ_LEN, stream)
+    chunks = stream // seq_len
+    inputs = train[: batch * stream].view(batch, stream)
+    targets = train[1 : batch * stream + 1].view(batch, stream)
+
+    model = CharModel()
+    if args.init:
+        checkpoint = torch.load(args.init, weights_only=True, map_location="cpu")
+        model.load_state_dict(checkpoint["model"], strict=True)
+    optimizer = make_optimizer(model.parameters())
+    state = None
+    for step in range(args.steps):
+        k = step % chunks
+        if k == 0:
+            state = None  # the streams start over: the carried state no longer matches the text
+        x = inputs[:, k * seq_len : (k + 1) * seq_len]
+        y = targets[:, k * seq_len : (k + 1) * seq_len]
+        loss, state = model(x, y, state)
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if CLIP is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        optimizer.step()
+        state = tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
+        if step % 100 == 0 or step == args.steps - 1:
+            print(f"step {{step + 1}}: loss {{loss.item():.4f}}")
+    torch.save(model.state_dict(), args.out)
+    print(f"saved {{args.out}}")
+
+
+if __name__ == "__main__":
+    main()
+'''

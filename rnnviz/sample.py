@@ -1,0 +1,334 @@
+"""Generate text from a character model: temperature/top-k sampling, greedy, beam search, interventions.
+
+At each step the model gives logits z over the V characters and p = softmax(z / τ):
+
+- τ = 0 is greedy decoding, x_{t+1} = argmax z;
+- top-k keeps the k largest logits and renormalises over them;
+- beam search keeps the ``beam_width`` continuations with the highest total log-probability
+  Σ_t log p(x_{t+1} | x_{≤t}).
+
+Interventions clamp one unit of h_t (or of the LSTM cell c_t) of one layer to a fixed value at every
+step, prime included; 0 ablates it. They run on the cells.py step functions, so that the clamped value
+is what the next layer, the readout and the next step all see.
+
+The CLI: ``python -m rnnviz.sample --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from rnnviz.cells import gru_cell, lstm_cell, rnn_cell
+from rnnviz.charmodel import CharModel
+from rnnviz.corpus import Vocab
+from rnnviz.recurrent import State
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """Hold one cell at ``value`` at every step: h_t[layer, :, unit] (or c_t's, with on="c") ← value."""
+
+    layer: int  # 0-based layer
+    unit: int  # 0-based unit in that layer
+    value: float = 0.0  # 0.0 ablates the cell
+    on: str = "h"  # "h", the hidden output, or "c", the LSTM cell state
+
+
+@dataclass(frozen=True)
+class Beam:
+    """One beam-search result: the continuation (prime excluded) and its total log-probability."""
+
+    text: str
+    log_prob: float  # Σ log p(x_{t+1} | x_{≤t}) over the continuation, in nats
+
+
+@dataclass(frozen=True)
+class NextCharTable:
+    """Top-k next characters after every position of a text, for plots."""
+
+    text: str
+    chars: list[list[str]]  # chars[t][j]: j-th most likely character after text[: t + 1]
+    probs: np.ndarray  # (T, k) their probabilities
+
+
+@dataclass(frozen=True)
+class ExposureBias:
+    """Per-position loss on a passage's continuation: fed the true text against fed the model's own."""
+
+    prefix: str
+    target: str  # the true continuation
+    continuation: str  # the model's own, from the same prefix
+    teacher_forced: np.ndarray  # (n,) −log p(target[t] | prefix + target[:t])
+    free_running: np.ndarray  # (n,) −log p(target[t] | prefix + continuation[:t])
+
+
+def _model_device(model: CharModel) -> torch.device:
+    return model.head.weight.device
+
+
+def _validate_interventions(model: CharModel, interventions: Sequence[Intervention]) -> None:
+    config = model.config
+    for iv in interventions:
+        if not 0 <= iv.layer < config.layers:
+            raise ValueError(f"intervention layer {iv.layer} is outside 0…{config.layers - 1}")
+        if not 0 <= iv.unit < config.hidden:
+            raise ValueError(f"intervention unit {iv.unit} is outside 0…{config.hidden - 1}")
+        if iv.on not in ("h", "c") or (iv.on == "c" and config.kind != "lstm"):
+            raise ValueError(f"intervention target must be 'h', or 'c' for an LSTM, not {iv.on!r}")
+
+
+def _step_with_interventions(
+    model: CharModel, idx: Tensor, state: State | None, interventions: Sequence[Intervention]
+) -> tuple[Tensor, State]:
+    """One step of every layer through cells.py with the clamps applied; idx (N,) → logits (N, V)."""
+    rnn, config = model.rnn, model.config
+    if state is None:
+        state = rnn.zero_state(idx.size(0), idx.device)
+    h0, c0 = state if config.kind == "lstm" else (state, None)
+    x = model.inputs(idx.view(-1, 1))[:, 0]  # (N, D)
+    new_h, new_c = [], []
+    for layer in range(config.layers):
+        weights = rnn.layer_weights(layer)
+        clamps = [iv for iv in interventions if iv.layer == layer]
+        if config.kind == "lstm":
+            step = lstm_cell(x, (h0[layer], c0[layer]), weights)
+            c = step.c_t.clone()
+            for iv in clamps:
+                if iv.on == "c":
+                    c[:, iv.unit] = iv.value
+            h = step.o_t * torch.tanh(c)  # h_t = o_t ⊙ tanh(c_t), with c_t as clamped
+            new_c.append(c)
+        elif config.kind == "gru":
+            h = gru_cell(x, h0[layer], weights).h_t.clone()
+        else:
+            h = rnn_cell(x, h0[layer], weights, rnn.nonlinearity).h_t.clone()
+        for iv in clamps:
+            if iv.on == "h":
+                h[:, iv.unit] = iv.value
+        new_h.append(h)
+        x = h
+    h_n = torch.stack(new_h)  # (L, N, H)
+    state = (h_n, torch.stack(new_c)) if config.kind == "lstm" else h_n
+    return model.head(x), state
+
+
+def _advance(
+    model: CharModel, ids: Tensor, state: State | None, interventions: Sequence[Intervention] = ()
+) -> tuple[Tensor, State]:
+    """Feed ids (N, T); returns the logits after the last one (N, V) and the state."""
+    if not interventions:
+        logits, _, state = model(ids, state=state)
+        return logits[:, -1], state
+    for t in range(ids.size(1)):
+        last, state = _step_with_interventions(model, ids[:, t], state, interventions)
+    return last, state
+
+
+def _prime_ids(vocab: Vocab, prime: str, device: torch.device) -> Tensor:
+    """The prime's ids (1, P); an empty prime starts from a newline (or the first character)."""
+    if not prime:
+        prime = "\n" if "\n" in vocab.chars else vocab.chars[0]
+    return vocab.encode(prime).to(device).view(1, -1)
+
+
+def _choose(logits: Tensor, temperature: float, top_k: int | None, generator: torch.Generator) -> int:
+    """Greedy when temperature is 0, else a draw from softmax(z / τ) over the top k."""
+    logits = logits.float().cpu()
+    if temperature == 0:
+        return int(logits.argmax())
+    if top_k is not None and top_k < logits.numel():
+        kth = torch.topk(logits, top_k).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+@torch.no_grad()
+def generate(
+    model: CharModel,
+    vocab: Vocab,
+    prime: str,
+    length: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int | None = 0,
+    interventions: Sequence[Intervention] = (),
+) -> str:
+    """``length`` characters continuing ``prime`` (the prime is not repeated in the result).
+
+    temperature 0 is greedy; ``seed`` fixes the draws (None draws fresh randomness). Unknown characters in
+    the prime raise corpus.UnknownCharactersError naming them.
+    """
+    if temperature < 0:
+        raise ValueError(f"temperature must be at least 0, not {temperature}")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k must be at least 1, or None for off, not {top_k}")
+    _validate_interventions(model, interventions)
+    was_training = model.training
+    model.eval()
+    generator = torch.Generator()
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+    device = _model_device(model)
+    try:
+        logits, state = _advance(model, _prime_ids(vocab, prime, device), None, interventions)
+        out = []
+        for _ in range(length):
+            idx = _choose(logits[0], temperature, top_k, generator)
+            out.append(idx)
+            logits, state = _advance(model, torch.tensor([[idx]], device=device), state, interventions)
+    finally:
+        model.train(was_training)
+    return vocab.decode(out)
+
+
+def _select_state(state: State, rows: Tensor) -> State:
+    """Rows of the batch dimension of (L, N, H) states."""
+    if isinstance(state, tuple):
+        return tuple(s[:, rows] for s in state)
+    return state[:, rows]
+
+
+@torch.no_grad()
+def beam_search(model: CharModel, vocab: Vocab, prime: str, length: int, beam_width: int = 5) -> list[Beam]:
+    """The ``beam_width`` most probable continuations of ``length`` characters, best first.
+
+    Each step extends every beam by every character, scores each candidate by its total log-probability
+    Σ log p(x_{t+1} | x_{≤t}), and keeps the best ``beam_width``. Width 1 is greedy decoding.
+    """
+    if beam_width < 1:
+        raise ValueError(f"beam width must be at least 1, not {beam_width}")
+    was_training = model.training
+    model.eval()
+    device = _model_device(model)
+    try:
+        logits, state = _advance(model, _prime_ids(vocab, prime, device), None)  # (1, V)
+        scores = torch.zeros(1, dtype=torch.float64, device=device)  # (B,)
+        sequences = torch.zeros(1, 0, dtype=torch.long, device=device)  # (B, t)
+        for _ in range(length):
+            log_p = F.log_softmax(logits.double(), dim=-1)  # (B, V)
+            candidates = (scores[:, None] + log_p).flatten()  # (B·V,)
+            width = min(beam_width, candidates.numel())
+            scores, flat = torch.topk(candidates, width)
+            rows, chars = flat // log_p.size(1), flat % log_p.size(1)
+            sequences = torch.cat([sequences[rows], chars[:, None]], dim=1)
+            logits, state = _advance(model, chars[:, None], _select_state(state, rows))
+    finally:
+        model.train(was_training)
+    return [Beam(vocab.decode(seq), float(score)) for seq, score in zip(sequences, scores)]
+
+
+@torch.no_grad()
+def next_char_distribution(model: CharModel, vocab: Vocab, text: str, k: int = 5) -> NextCharTable:
+    """For every position t of ``text``, the k most likely next characters given text[: t + 1]."""
+    was_training = model.training
+    model.eval()
+    try:
+        logits, _, _ = model(vocab.encode(text).to(_model_device(model)).view(1, -1))
+    finally:
+        model.train(was_training)
+    probs = torch.softmax(logits[0].float(), dim=-1)  # (T, V)
+    top = torch.topk(probs, min(k, vocab.size), dim=-1)
+    chars = [[vocab.chars[i] for i in row] for row in top.indices.tolist()]
+    return NextCharTable(text, chars, top.values.cpu().numpy())
+
+
+@torch.no_grad()
+def exposure_bias(
+    model: CharModel,
+    vocab: Vocab,
+    passage: str,
+    prefix_len: int,
+    temperature: float = 0.0,
+    seed: int = 0,
+) -> ExposureBias:
+    """Teacher forcing against free running on ``passage`` after its first ``prefix_len`` characters.
+
+    Teacher-forced: the state has read the true text, loss_t = −log p(x_{t+1} | true x_{≤t}).
+    Free-running: from the same prefix the model reads its own continuation (greedy by default), and
+    loss_t = −log p(x_{t+1} | prefix, own ŷ_{<t}) is still scored against the true next character.
+    """
+    if not 1 <= prefix_len < len(passage):
+        raise ValueError(f"prefix_len must be in 1…{len(passage) - 1}, not {prefix_len}")
+    was_training = model.training
+    model.eval()
+    device = _model_device(model)
+    ids = vocab.encode(passage).to(device)
+    n = len(ids) - prefix_len
+    targets = ids[prefix_len:]  # (n,)
+    generator = torch.Generator().manual_seed(seed)
+    try:
+        logits, _, _ = model(ids.view(1, -1))
+        teacher = F.cross_entropy(logits[0, prefix_len - 1 : -1], targets, reduction="none")  # (n,)
+        last, state = _advance(model, ids[:prefix_len].view(1, -1), None)
+        free, own = [], []
+        for t in range(n):
+            free.append(F.cross_entropy(last, targets[t : t + 1]).item())
+            idx = _choose(last[0], temperature, None, generator)
+            own.append(idx)
+            last, state = _advance(model, torch.tensor([[idx]], device=device), state)
+    finally:
+        model.train(was_training)
+    return ExposureBias(
+        prefix=passage[:prefix_len],
+        target=passage[prefix_len:],
+        continuation=vocab.decode(own),
+        teacher_forced=teacher.cpu().numpy(),
+        free_running=np.array(free),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CLI
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rnnviz.sample",
+        description="Generate text from an rnnviz checkpoint (made by python -m rnnviz.train).",
+        epilog='Example: python -m rnnviz.sample m.pt --prime "ROMEO:" --temperature 0.8 --length 500',
+    )
+    parser.add_argument("checkpoint", help="a .pt file written by rnnviz")
+    parser.add_argument("--prime", default="", help="text to start from (default: a newline)")
+    parser.add_argument("--length", type=int, default=500, help="characters to generate (default: %(default)s)")
+    parser.add_argument("--temperature", type=float, default=0.8, help="0 is greedy (default: %(default)s)")
+    parser.add_argument("--top-k", type=int, help="sample among the k most likely characters only")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument("--beam", type=int, metavar="WIDTH", help="beam search with this width instead of sampling")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rnnviz.checkpoint import CheckpointError, load_checkpoint
+    from rnnviz.corpus import CorpusError
+
+    args = build_parser().parse_args(argv)
+    try:
+        checkpoint = load_checkpoint(args.checkpoint)
+        if args.beam:
+            beams = beam_search(checkpoint.model, checkpoint.vocab, args.prime, args.length, args.beam)
+            for rank, beam in enumerate(beams, start=1):
+                print(f"--- beam {rank}: log p = {beam.log_prob:.2f} nats")
+                print(args.prime + beam.text)
+        else:
+            text = generate(checkpoint.model, checkpoint.vocab, args.prime, args.length, args.temperature,
+                            args.top_k, args.seed)
+            print(args.prime + text)
+    except (CheckpointError, CorpusError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,631 @@
+"""Train a character model in chunks with truncated BPTT; the trainer reports through ``on_step`` only.
+
+One optimizer step reads a (B, T) chunk from B parallel streams of the train split, runs the fused
+recurrent layers from the state carried over from the previous chunk (detached: the gradient stops at the
+chunk boundary), and minimises the mean cross-entropy −(1/BT) Σ log p(x_{t+1} | x_{≤t}) in nats/char.
+
+``Trainer`` is built to be driven a few steps at a time (from a Streamlit fragment or a CLI loop):
+``run(steps)``, ``evaluate()``, and ``state_dict()`` / ``load_state_dict()`` for an exact resume. A
+non-finite loss or gradient, or a loss above 3× the first one, halts the run and puts back the last
+weights known to be good, with the reason in ``trainer.halt``.
+
+The CLI: ``python -m rnnviz.train --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import math
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+import torch
+
+from rnnviz.charmodel import CharModel, ModelConfig
+from rnnviz.corpus import BUILTIN_CORPORA, Corpus, TBPTTBatcher, Vocab, corpus_from_user_text, load_builtin
+from rnnviz.recurrent import KINDS, detach_state
+from rnnviz.runtime import configure_cpu, pick_device
+
+OPTIMIZERS = ("adam", "rmsprop", "sgd", "adagrad")
+EXPLODE_FACTOR = 3.0  # a loss above this multiple of the first step's loss counts as exploding
+SNAPSHOT_EVERY = 25  # steps between copies of the last good weights (and optimizer state)
+EVAL_STREAMS, EVAL_T = 16, 256  # evaluation reads the val split as 16 streams, 256 characters at a time
+LN2 = math.log(2.0)
+RETUNABLE = ("lr", "lr_decay_steps", "lr_floor", "clip", "reset_state")  # TrainConfig fields a run may change
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training run; frozen and hashable, so it can key caches and travel."""
+
+    kind: str = "lstm"  # "rnn", "lstm" or "gru"
+    layers: int = 1  # L, stacked recurrent layers
+    hidden: int = 256  # H, units per layer
+    embedding: bool = True  # False feeds one-hot x_t: an embedding is a column lookup of W_xh
+    embed_dim: int = 64  # E, embedding width when ``embedding`` is on
+    dropout: float = 0.0  # between stacked layers, training only
+    optimizer: str = "adam"  # "adam", "rmsprop", "sgd" or "adagrad"
+    lr: float = 2e-3  # peak learning rate
+    lr_decay_steps: int = 0  # cosine decay from lr to lr × lr_floor over this many steps; 0 keeps lr constant
+    lr_floor: float = 0.1  # final learning rate as a fraction of lr
+    batch: int = 32  # B, parallel streams per step
+    seq_len: int = 64  # T, characters per chunk: the gradient flows back at most T steps
+    clip: float | None = 1.0  # θ: rescale the gradient when ‖∇‖₂ > θ; None for off
+    forget_bias: float | None = 1.0  # LSTM: initial b_f; None keeps torch's init
+    reset_state: bool = False  # start every chunk from h_0 = 0 instead of carrying the state
+    seed: int = 0  # weights and dropout
+    device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
+        if self.layers < 1 or self.hidden < 1 or self.embed_dim < 1 or self.batch < 1 or self.seq_len < 1:
+            raise ValueError("layers, hidden, embed_dim, batch and seq_len must all be at least 1")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ValueError(f"the learning rate must be a positive number, not {self.lr}")
+        if not 0 < self.lr_floor <= 1 or self.lr_decay_steps < 0:
+            raise ValueError("lr_floor must be in (0, 1] and lr_decay_steps at least 0")
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError(f"clip θ must be positive, or None for off (got {self.clip})")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), not {self.dropout}")
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', not {self.device!r}")
+
+    def model_config(self, vocab_size: int) -> ModelConfig:
+        """The CharModel shape this run trains."""
+        return ModelConfig(
+            vocab_size=vocab_size,
+            kind=self.kind,
+            layers=self.layers,
+            hidden=self.hidden,
+            embedding=self.embedding,
+            embed_dim=self.embed_dim,
+            dropout=self.dropout,
+            forget_bias=self.forget_bias if self.kind == "lstm" else None,
+        )
+
+    def lr_at(self, step: int) -> float:
+        """Learning rate for optimizer step ``step`` (0-based): cosine from lr down to lr × lr_floor."""
+        if self.lr_decay_steps <= 0:
+            return self.lr
+        progress = min(step, self.lr_decay_steps) / self.lr_decay_steps
+        return self.lr * (self.lr_floor + (1 - self.lr_floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> TrainConfig:
+        """Inverse of ``to_dict``; unknown or missing keys are a clear ValueError."""
+        names = {f.name for f in fields(cls)}
+        extra, missing = sorted(set(values) - names), sorted(names - set(values))
+        if extra or missing:
+            raise ValueError(f"training config keys do not match: unknown {extra}, missing {missing}")
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One optimizer step as the trainer saw it."""
+
+    step: int  # optimizer steps taken so far, this one included (1-based)
+    loss: float  # train loss of the chunk, nats/char
+    grad_norm: float  # ‖∇‖₂ over all parameters, before clipping
+    lr: float  # learning rate used for this step
+    chars_per_s: float  # B·T characters over this step's wall time
+    seconds: float  # training wall time so far, this step included
+
+    @property
+    def bits_per_char(self) -> float:
+        return self.loss / LN2
+
+
+@dataclass(frozen=True)
+class EvalRecord:
+    """A validation pass."""
+
+    step: int  # optimizer steps taken when it ran
+    val_loss: float  # mean cross-entropy over the val split, nats/char
+    seconds: float  # training wall time at that point (evaluation time not counted)
+    chars: int  # characters scored
+
+    @property
+    def bits_per_char(self) -> float:
+        return self.val_loss / LN2
+
+
+@dataclass(frozen=True)
+class Halt:
+    """Why a run stopped by itself, and which weights were put back."""
+
+    step: int  # the step at which the problem showed
+    reason: str  # a sentence for the page
+    restored_step: int  # the weights now loaded are those after this many steps
+
+
+def make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
+    """The named optimizer with its usual defaults (SGD with momentum 0.9)."""
+    params = list(params)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    if name == "rmsprop":
+        return torch.optim.RMSprop(params, lr=lr)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    if name == "adagrad":
+        return torch.optim.Adagrad(params, lr=lr)
+    raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {name!r}")
+
+
+@torch.no_grad()
+def sequence_loss(
+    model: CharModel, ids: torch.Tensor, streams: int = EVAL_STREAMS, seq_len: int = EVAL_T
+) -> tuple[float, int]:
+    """(mean nats/char, characters scored) of predicting every ids[t+1] from ids[≤t], in eval mode.
+
+    The text is read as ``streams`` contiguous streams with the state carried through each, plus one
+    short stream for the remainder, so every one of the n − 1 next characters is scored exactly once.
+    """
+    pairs = len(ids) - 1
+    if pairs < 1:
+        raise ValueError("need at least 2 characters to score a prediction")
+    device = model.head.weight.device
+    ids = ids.to(device)
+    streams = max(1, min(streams, pairs // seq_len))  # every stream at least T long, so context builds up
+    width = pairs // streams
+    rows = [(ids[: streams * width].view(streams, width), ids[1 : streams * width + 1].view(streams, width))]
+    if pairs > streams * width:
+        start = streams * width
+        rows.append((ids[start:pairs].view(1, -1), ids[start + 1 :].view(1, -1)))
+    was_training = model.training
+    model.eval()
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    try:
+        for inputs, targets in rows:
+            state = None
+            for start in range(0, inputs.size(1), seq_len):
+                x, y = inputs[:, start : start + seq_len], targets[:, start : start + seq_len]
+                logits, _, state = model(x, state=state)
+                total += torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.size(-1)), y.reshape(-1), reduction="sum"
+                ).double()
+    finally:
+        model.train(was_training)
+    return total.item() / pairs, pairs
+
+
+class Trainer:
+    """Trains a CharModel on a corpus, a few steps per call; reports through ``on_step`` and records.
+
+    Pages read ``model``, ``vocab``, ``step``, ``history`` (StepRecords), ``evals`` (EvalRecords),
+    ``halt``, ``num_parameters`` and ``chars_per_second``. The trainer never touches torch's global
+    random state or thread settings: the host (CLI, app) calls ``rnnviz.runtime.configure_cpu``.
+    """
+
+    def __init__(self, config: TrainConfig, corpus: Corpus, vocab: Vocab | None = None):
+        """``vocab`` defaults to the corpus's own; pass a checkpoint's vocab to continue training it."""
+        self.config = config
+        self.corpus = corpus
+        self.vocab = vocab or corpus.vocab
+        self.device = pick_device() if config.device == "auto" else torch.device(config.device)
+        ids = corpus.ids if vocab is None else self.vocab.encode(corpus.text)
+        self.train_ids, self.val_ids = _split(corpus, ids)
+        self.batcher = TBPTTBatcher(self.train_ids, config.batch, config.seq_len).to(self.device)
+        with self._own_rng(seed=config.seed):
+            self.model = CharModel(config.model_config(self.vocab.size)).to(self.device)
+            self._rng_state = self._get_rng()
+        self.optimizer = make_optimizer(config.optimizer, self.model.parameters(), config.lr_at(0))
+        self.step = 0
+        self.seconds = 0.0
+        self.history: list[StepRecord] = []
+        self.evals: list[EvalRecord] = []
+        self.halt: Halt | None = None
+        self.initial_loss: float | None = None
+        self.state = None  # hidden state carried into the next chunk (detached)
+        self._snapshot = None  # (step, model state, optimizer state) last known good
+
+    # -- what pages show --------------------------------------------------------------------------------
+
+    @property
+    def num_parameters(self) -> int:
+        return self.model.num_parameters()
+
+    @property
+    def chars_per_step(self) -> int:
+        """B·T actually used (a short text shrinks them; see TBPTTBatcher)."""
+        return self.batcher.chars_per_batch
+
+    @property
+    def chars_seen(self) -> int:
+        return self.step * self.chars_per_step
+
+    @property
+    def chars_per_second(self) -> float:
+        """Median throughput over the last 20 steps; 0 before the first."""
+        recent = sorted(r.chars_per_s for r in self.history[-20:])
+        return recent[len(recent) // 2] if recent else 0.0
+
+    @property
+    def epoch(self) -> float:
+        """Passes over the train split so far."""
+        return self.step / self.batcher.chunks_per_epoch
+
+    # -- training --------------------------------------------------------------------------------------------
+
+    def run(self, steps: int, on_step: Callable[[StepRecord], None] | None = None) -> list[StepRecord]:
+        """Take up to ``steps`` optimizer steps; returns their records. Stops early, with ``halt`` set,
+        when the loss or gradient is not finite or the loss exceeds 3× the first step's loss."""
+        self.halt = None
+        records = []
+        model, optimizer, batcher, config = self.model, self.optimizer, self.batcher, self.config
+        params = [p for p in model.parameters()]
+        model.train()
+        with self._own_rng():
+            for _ in range(steps):
+                start = time.perf_counter()
+                x, y, starts_epoch = batcher.next_batch()  # (B, T), (B, T)
+                if starts_epoch or config.reset_state:
+                    self.state = None
+                _, loss, state = model(x, y, self.state)
+                loss_value = loss.item()
+                if self.initial_loss is None and math.isfinite(loss_value):
+                    self.initial_loss = loss_value
+                problem = self._loss_problem(loss_value)
+                if problem:
+                    self._halt(problem, restore=True)
+                    break
+                if self.step % SNAPSHOT_EVERY == 0:
+                    self._take_snapshot()
+                lr = config.lr_at(self.step)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if config.clip is not None:
+                    grad_norm = torch.nn.utils.clip_grad_norm_(params, config.clip).item()
+                else:
+                    grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None]).item()
+                if not math.isfinite(grad_norm):
+                    optimizer.zero_grad(set_to_none=True)
+                    self._halt(
+                        f"the gradient is not finite (‖∇‖ = {grad_norm}); the step was skipped. "
+                        "Try clipping or a lower learning rate.",
+                        restore=False,
+                    )
+                    break
+                optimizer.step()
+                self.state = detach_state(state)
+                self.step += 1
+                elapsed = time.perf_counter() - start
+                self.seconds += elapsed
+                record = StepRecord(self.step, loss_value, grad_norm, lr, self.chars_per_step / elapsed, self.seconds)
+                self.history.append(record)
+                records.append(record)
+                if on_step is not None:
+                    on_step(record)
+        return records
+
+    def evaluate(self, max_chars: int | None = None) -> EvalRecord:
+        """Validation loss over the whole val split (or its first ``max_chars``), recorded in ``evals``."""
+        ids = self.val_ids if max_chars is None else self.val_ids[: max_chars + 1]
+        with self._own_rng():
+            loss, chars = sequence_loss(self.model, ids)
+        record = EvalRecord(self.step, loss, self.seconds, chars)
+        self.evals.append(record)
+        return record
+
+    def retune(self, **changes) -> None:
+        """Change lr, lr_decay_steps, lr_floor, clip or reset_state mid-run (e.g. after a halt)."""
+        unknown = sorted(set(changes) - set(RETUNABLE))
+        if unknown:
+            raise ValueError(f"only {', '.join(RETUNABLE)} can change during a run, not {unknown}")
+        self.config = replace(self.config, **changes)
+
+    def _loss_problem(self, loss_value: float) -> str | None:
+        if not math.isfinite(loss_value):
+            return f"the loss is not a finite number ({loss_value}): try clipping or a lower learning rate"
+        if self.initial_loss is not None and loss_value > EXPLODE_FACTOR * self.initial_loss:
+            return (
+                f"loss exploded ({loss_value:.3g} > {EXPLODE_FACTOR:g} × the first loss {self.initial_loss:.3g}): "
+                "try clipping or a lower learning rate"
+            )
+        return None
+
+    def _halt(self, reason: str, restore: bool) -> None:
+        restored = self.step
+        if restore and self._snapshot is not None:
+            restored, model_state, optimizer_state = self._snapshot
+            self.model.load_state_dict(model_state)
+            self.optimizer.load_state_dict(copy.deepcopy(optimizer_state))
+        self.state = None
+        self.halt = Halt(step=self.step + 1, reason=reason, restored_step=restored)
+
+    def _take_snapshot(self) -> None:
+        model_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self._snapshot = (self.step, model_state, copy.deepcopy(self.optimizer.state_dict()))
+
+    # -- random state: the trainer's own, so that other sessions in the process are not disturbed ------------
+
+    def _get_rng(self):
+        cuda = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+        return torch.get_rng_state(), cuda
+
+    @contextlib.contextmanager
+    def _own_rng(self, seed: int | None = None):
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices, device_type="cuda" if devices else "cpu"):
+            if seed is not None:
+                torch.manual_seed(seed)
+            else:
+                cpu, cuda = self._rng_state
+                torch.set_rng_state(cpu)
+                if cuda is not None:
+                    torch.cuda.set_rng_state(cuda, self.device)
+            yield
+            if seed is None:
+                self._rng_state = self._get_rng()
+
+    # -- exact resume ----------------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue bit for bit: weights, optimizer, data position, carried state,
+        random state and history. Plain tensors and Python values only (loads with weights_only=True)."""
+        state = self.state
+        if state is not None:
+            state = list(state) if isinstance(state, tuple) else [state]
+        cpu_rng, cuda_rng = self._rng_state
+        return copy.deepcopy(
+            {
+                "config": self.config.to_dict(),
+                "vocab": self.vocab.chars,
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "step": self.step,
+                "seconds": self.seconds,
+                "initial_loss": self.initial_loss,
+                "position": self.batcher.position,
+                "carried_state": state,
+                "rng": {"cpu": cpu_rng, "cuda": cuda_rng},
+                "history": [asdict(r) for r in self.history],
+                "evals": [asdict(r) for r in self.evals],
+            }
+        )
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what ``state_dict`` captured; the config's model shape and the vocab must match."""
+        saved = TrainConfig.from_dict(state["config"])
+        fixed = [f.name for f in fields(TrainConfig) if f.name not in RETUNABLE]
+        differing = [name for name in fixed if getattr(saved, name) != getattr(self.config, name)]
+        if differing or state["vocab"] != self.vocab.chars:
+            what = f"settings {differing}" if differing else "vocabulary"
+            raise ValueError(f"this training state belongs to a run with other {what}")
+        self.model.load_state_dict(state["model"], strict=True)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.config = saved
+        self.step = int(state["step"])
+        self.seconds = float(state["seconds"])
+        self.initial_loss = state["initial_loss"]
+        self.batcher.position = int(state["position"]) % self.batcher.chunks_per_epoch
+        carried = state["carried_state"]
+        if carried is not None:
+            carried = [t.to(self.device) for t in carried]
+            carried = tuple(carried) if len(carried) == 2 else carried[0]
+        self.state = carried
+        cuda_rng = state["rng"]["cuda"] if self.device.type == "cuda" else None
+        self._rng_state = (state["rng"]["cpu"], cuda_rng if cuda_rng is not None else self._rng_state[1])
+        self.history = [StepRecord(**r) for r in state["history"]]
+        self.evals = [EvalRecord(**r) for r in state["evals"]]
+        self.halt = None
+        self._snapshot = None
+
+
+def _split(corpus: Corpus, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The corpus's train/val rule applied to ``ids`` (which may be encoded with another vocab)."""
+    if ids is corpus.ids:
+        return corpus.split()
+    train, val = corpus.split()
+    return ids[: len(train)], ids[len(ids) - len(val) :]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Presets, found by measurement on 2 cores (see bench/time_to_loss.py)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A ready-made run for the live page and the CLI."""
+
+    name: str  # shown in the preset menu
+    corpus: str  # a BUILTIN_CORPORA name
+    config: TrainConfig
+    minutes: float  # wall-time budget it was tuned for
+    note: str  # one line on what to expect
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in [
+        Preset(
+            "Quick demo (30 s)",
+            "tiny-shakespeare",
+            TrainConfig(hidden=256, batch=32, seq_len=64, lr=4e-3, lr_decay_steps=0),
+            0.5,
+            "Shakespeare-like words and line breaks after about half a minute.",
+        ),
+        Preset(
+            "Shakespeare (3 min)",
+            "tiny-shakespeare",
+            TrainConfig(hidden=256, batch=32, seq_len=64, lr=4e-3, lr_decay_steps=0),
+            2.5,
+            "Names, speeches and mostly real words.",
+        ),
+        Preset(
+            "Python code (3 min)",
+            "python-stdlib",
+            TrainConfig(hidden=256, batch=32, seq_len=64, lr=4e-3, lr_decay_steps=0),
+            2.5,
+            "Indentation, brackets, quotes and keywords.",
+        ),
+        Preset(
+            "Tiny vanilla RNN",
+            "english-docs",
+            TrainConfig(kind="rnn", hidden=64, batch=16, seq_len=32, lr=3e-3, forget_bias=None),
+            1.0,
+            "A small tanh RNN: learns common words, forgets quickly.",
+        ),
+    ]
+}
+DEFAULT_PRESET = "Shakespeare (3 min)"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CLI
+
+
+def load_corpus(spec: str, progress=None) -> Corpus:
+    """A built-in corpus by name, or a UTF-8 text file by path."""
+    if spec in BUILTIN_CORPORA:
+        return load_builtin(spec, progress=progress)
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"--corpus must be one of {', '.join(BUILTIN_CORPORA)} or a text file; {spec!r} is neither")
+    return corpus_from_user_text(path.read_bytes(), name=path.name)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rnnviz.train",
+        description="Train a character-level RNN/LSTM/GRU with truncated BPTT and save a checkpoint.",
+        epilog="Example: python -m rnnviz.train --corpus tiny-shakespeare --kind lstm --layers 1 --hidden 256 "
+        "--minutes 3 --out m.pt    (Ctrl-C stops early and still saves)",
+    )
+    parser.add_argument("--preset", choices=sorted(PRESETS), default=DEFAULT_PRESET,
+                        help="starting settings; every option below overrides it (default: %(default)s)")
+    parser.add_argument("--corpus", help=f"{', '.join(BUILTIN_CORPORA)}, or a path to a UTF-8 text file "
+                        "(default: the preset's)")
+    parser.add_argument("--kind", choices=KINDS)
+    parser.add_argument("--layers", type=int)
+    parser.add_argument("--hidden", type=int)
+    parser.add_argument("--embed-dim", type=int)
+    parser.add_argument("--one-hot", action="store_true", help="feed one-hot characters instead of an embedding")
+    parser.add_argument("--dropout", type=float)
+    parser.add_argument("--optimizer", choices=OPTIMIZERS)
+    parser.add_argument("--lr", type=float, help="peak learning rate")
+    parser.add_argument("--lr-decay-steps", type=int, help="cosine decay length in steps (0: constant)")
+    parser.add_argument("--batch", type=int, help="B, parallel streams")
+    parser.add_argument("--seq-len", "-T", type=int, help="T, characters per truncated-BPTT chunk")
+    parser.add_argument("--clip", type=float, help="gradient-norm clip θ (0 turns clipping off)")
+    parser.add_argument("--forget-bias", type=float, help="LSTM forget-gate bias at init")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--minutes", type=float, help="training wall time (default: the preset's)")
+    budget.add_argument("--steps", type=int, help="optimizer steps, instead of --minutes")
+    parser.add_argument("--eval-every", type=_positive_int, default=500,
+                        help="validate every N steps (default: %(default)s)")
+    parser.add_argument("--out", default="model.pt", help="checkpoint path (default: %(default)s)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, str]:
+    """The preset's config with every given option applied, and the corpus spec."""
+    preset = PRESETS[args.preset]
+    overrides = {
+        name: getattr(args, name)
+        for name in ("kind", "layers", "hidden", "embed_dim", "dropout", "optimizer", "lr", "lr_decay_steps",
+                     "batch", "seq_len", "forget_bias", "seed", "device")
+        if getattr(args, name) is not None
+    }
+    if args.one_hot:
+        overrides["embedding"] = False
+    if args.clip is not None:
+        overrides["clip"] = args.clip if args.clip > 0 else None
+    if overrides.get("kind", preset.config.kind) != "lstm":
+        overrides.setdefault("forget_bias", None)
+    return replace(preset.config, **overrides), args.corpus or preset.corpus
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tqdm import tqdm
+
+    from rnnviz.checkpoint import save_checkpoint
+
+    args = build_parser().parse_args(argv)
+    try:
+        config, corpus_spec = config_from_args(args)
+        corpus = load_corpus(corpus_spec)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    threads = configure_cpu()
+    trainer = Trainer(config, corpus)
+    minutes = args.minutes if args.minutes is not None else (None if args.steps else PRESETS[args.preset].minutes)
+    print(
+        f"{corpus.name}: {len(corpus):,} chars, vocab {trainer.vocab.size}; {config.layers}×{config.hidden} "
+        f"{config.kind.upper()}, {trainer.num_parameters:,} parameters; {trainer.device}, {threads} threads",
+        file=sys.stderr,
+    )
+    bar = tqdm(total=args.steps or round(minutes * 60), unit="step" if args.steps else "s", disable=args.quiet,
+               dynamic_ncols=True, bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
+    stop = {"requested": False}
+
+    def request_stop(signum, frame):
+        # Finish the steps in flight so the saved weights are a whole update; a second Ctrl-C aborts.
+        stop["requested"] = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous_handler = signal.signal(signal.SIGINT, request_stop)
+    try:
+        while trainer.halt is None and not stop["requested"]:
+            if args.steps and trainer.step >= args.steps:
+                break
+            if minutes is not None and trainer.seconds >= minutes * 60:
+                break
+            before = trainer.seconds
+            chunk = min(5, args.eval_every - trainer.step % args.eval_every)  # stop exactly at each validation
+            records = trainer.run(min(chunk, args.steps - trainer.step) if args.steps else chunk)
+            if records:
+                advance = len(records) if args.steps else round(trainer.seconds) - round(before)
+                bar.update(min(advance, bar.total - bar.n))
+                bar.set_postfix(loss=f"{records[-1].loss:.3f}", chars_s=f"{trainer.chars_per_second:,.0f}")
+            if records and trainer.step % args.eval_every == 0:
+                ev = trainer.evaluate()
+                bar.write(f"step {trainer.step}: val {ev.val_loss:.4f} nats/char ({ev.bits_per_char:.3f} bits)",
+                          file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGINT, previous_handler)
+        bar.close()
+    interrupted = stop["requested"]
+    if interrupted:
+        print("interrupted: saving the checkpoint", file=sys.stderr)
+    if trainer.halt is not None:
+        print(f"halted at step {trainer.halt.step}: {trainer.halt.reason}; weights from step "
+              f"{trainer.halt.restored_step} kept", file=sys.stderr)
+    if trainer.step and not interrupted:
+        ev = trainer.evals[-1] if trainer.evals and trainer.evals[-1].step == trainer.step else trainer.evaluate()
+        print(f"final val loss {ev.val_loss:.4f} nats/char ({ev.bits_per_char:.3f} bits/char) after "
+              f"{trainer.step} steps, {trainer.seconds:.0f} s", file=sys.stderr)
+    save_checkpoint(args.out, trainer, corpus_name=corpus.name)
+    print(f"saved {args.out}", file=sys.stderr)
+    return 130 if interrupted else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,193 @@
+"""Checkpoints: round trip, exact resume from a file, atomic writes, every bad file refused, the exported script."""
+
+import io
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+import torch
+
+from rnnviz.charmodel import CharModel
+from rnnviz.checkpoint import (
+    FORMAT_VERSION,
+    CheckpointError,
+    checkpoint_bytes,
+    export_script,
+    load_checkpoint,
+    resume_trainer,
+    save_checkpoint,
+)
+from rnnviz.corpus import Corpus, english_docs_text
+from rnnviz.train import TrainConfig, Trainer
+
+TINY = dict(hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return Corpus("docs", english_docs_text()[:3000])
+
+
+@pytest.fixture(scope="module")
+def trained(corpus, tmp_path_factory):
+    trainer = Trainer(TrainConfig(**TINY), corpus)
+    trainer.run(4)
+    trainer.evaluate()
+    path = save_checkpoint(tmp_path_factory.mktemp("ckpt") / "m.pt", trainer)
+    return trainer, path
+
+
+def _payload(path):
+    return torch.load(path, weights_only=True, map_location="cpu")
+
+
+def _resave(payload, tmp_path):
+    path = tmp_path / "edited.pt"
+    torch.save(payload, path)
+    return path
+
+
+def test_round_trip(trained):
+    trainer, path = trained
+    checkpoint = load_checkpoint(path)
+    assert checkpoint.config == trainer.config and checkpoint.vocab == trainer.vocab
+    assert checkpoint.corpus == "docs" and checkpoint.step == 4
+    assert checkpoint.history == trainer.history and checkpoint.evals == trainer.evals
+    assert not checkpoint.model.training
+    for name, value in trainer.model.state_dict().items():
+        assert torch.equal(checkpoint.model.state_dict()[name], value), name
+    assert load_checkpoint(path.read_bytes()).step == 4
+    assert load_checkpoint(io.BytesIO(checkpoint_bytes(trainer))).step == 4
+
+
+def test_resume_from_a_file_is_bit_identical(corpus, tmp_path):
+    config = TrainConfig(lr_decay_steps=8, **TINY)
+    whole = Trainer(config, corpus)
+    whole.run(9)
+    first = Trainer(config, corpus)
+    first.run(4)
+    path = save_checkpoint(tmp_path / "half.pt", first)
+    resumed = resume_trainer(load_checkpoint(path), corpus)
+    resumed.run(5)
+    for name, value in whole.model.state_dict().items():
+        assert torch.equal(resumed.model.state_dict()[name], value), name
+
+
+def test_without_the_optimizer_training_still_continues(trained, corpus, tmp_path):
+    trainer, _ = trained
+    path = save_checkpoint(tmp_path / "small.pt", trainer, include_optimizer=False)
+    resumed = resume_trainer(load_checkpoint(path), corpus)
+    assert len(resumed.run(2)) == 2 and resumed.step == 6
+
+
+def test_save_is_atomic(trained, tmp_path, monkeypatch):
+    trainer, good = trained
+    path = tmp_path / "m.pt"
+    path.write_bytes(good.read_bytes())
+
+    def failing_save(obj, f):
+        f.write(b"PK\x03\x04 half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", failing_save)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(path, trainer)
+    monkeypatch.undo()
+    assert load_checkpoint(path).step == 4  # the old file is intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt"]  # no temporary file left
+
+
+def test_not_a_torch_file(tmp_path):
+    path = tmp_path / "notes.pt"
+    path.write_text("just some text, not a checkpoint")
+    with pytest.raises(CheckpointError, match="not a PyTorch checkpoint"):
+        load_checkpoint(path)
+    with pytest.raises(CheckpointError, match="empty"):
+        load_checkpoint(b"")
+
+
+def test_truncated_file(trained):
+    _, path = trained
+    raw = path.read_bytes()
+    with pytest.raises(CheckpointError, match="truncated or damaged"):
+        load_checkpoint(raw[: len(raw) // 2])
+
+
+def test_wrong_format_version(trained, tmp_path):
+    payload = _payload(trained[1])
+    payload["format_version"] = FORMAT_VERSION + 1
+    with pytest.raises(CheckpointError, match="format version"):
+        load_checkpoint(_resave(payload, tmp_path))
+
+
+@pytest.mark.parametrize("change", ["missing", "extra"])
+def test_missing_or_extra_key(trained, tmp_path, change):
+    payload = _payload(trained[1])
+    if change == "missing":
+        del payload["vocab"]
+    else:
+        payload["surprise"] = 1
+    with pytest.raises(CheckpointError, match="missing vocab" if change == "missing" else "unexpected surprise"):
+        load_checkpoint(_resave(payload, tmp_path))
+
+
+def test_shape_mismatch(trained, tmp_path):
+    payload = _payload(trained[1])
+    payload["config"]["hidden"] = 10
+    with pytest.raises(CheckpointError, match="shapes do not match"):
+        load_checkpoint(_resave(payload, tmp_path))
+    payload = _payload(trained[1])
+    payload["model"]["rnn.weight_ih_l1"] = torch.zeros(3)
+    with pytest.raises(CheckpointError, match="unexpected"):
+        load_checkpoint(_resave(payload, tmp_path))
+
+
+class _Payload:
+    """Unpickling this calls open(marker, "w"): code that runs at load time and leaves a file."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_pickle_that_runs_code_is_refused_and_does_not_run(trained, tmp_path):
+    marker = tmp_path / "pwned"
+    payload = _payload(trained[1])
+    payload["history"] = _Payload(marker)
+    path = tmp_path / "evil.pt"
+    torch.save(payload, path)
+    assert zipfile.is_zipfile(path)
+    with pytest.raises(CheckpointError, match="refused"):
+        load_checkpoint(path)
+    assert not marker.exists()
+    # The payload is live: an unsafe load would have run it.
+    control = tmp_path / "control"
+    torch.save({"x": _Payload(control)}, tmp_path / "control.pt")
+    torch.load(tmp_path / "control.pt", weights_only=False)  # noqa: S614 - deliberately unsafe, in a test
+    assert control.exists()
+
+
+def test_exported_script_trains_in_a_subprocess(trained, tmp_path):
+    trainer, checkpoint_path = trained
+    script = tmp_path / "train_lstm.py"
+    source = export_script(trainer.config, trainer.vocab, script)
+    imports = {line.split()[1].split(".")[0] for line in source.splitlines() if line.startswith(("import ", "from "))}
+    assert imports == {"argparse", "math", "torch"}  # standalone: torch and the standard library only
+    text = tmp_path / "text.txt"
+    text.write_text(english_docs_text()[:2000])
+    out = tmp_path / "weights.pt"
+    run = subprocess.run(
+        [sys.executable, str(script), str(text), "--steps", "3", "--init", str(checkpoint_path), "--out", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "step 1: loss" in run.stdout and "step 3: loss" in run.stdout
+    weights = torch.load(out, weights_only=True, map_location="cpu")
+    model = CharModel(trainer.config.model_config(trainer.vocab.size))
+    model.load_state_dict(weights, strict=True)  # the same architecture, parameter for parameter
+    changed = any(not torch.equal(weights[k], v) for k, v in trainer.model.state_dict().items())
+    assert changed  # it trained from the checkpoint's weights
