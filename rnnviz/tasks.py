@@ -83,7 +83,10 @@ class CopyTrainConfig:
     forget_bias: float | None = None  # LSTM only: the forget gate's total bias b_f at init; None keeps torch's
 
     def model_config(self) -> ModelConfig:
-        return ModelConfig(vocab_size=self.task.alphabet, kind=self.kind, hidden=self.hidden, embed_dim=self.embed_dim)
+        return ModelConfig(
+            vocab_size=self.task.alphabet, kind=self.kind, hidden=self.hidden, embed_dim=self.embed_dim,
+            forget_bias=self.forget_bias if self.kind == "lstm" else None,
+        )
 
 
 @dataclass
@@ -118,8 +121,6 @@ def train_delayed_copy(
     """
     torch.manual_seed(config.seed)
     model = CharModel(config.model_config())
-    if config.forget_bias is not None:
-        set_forget_bias(model, config.forget_bias)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     gen = torch.Generator().manual_seed(config.seed)
     eval_x, eval_y = evaluation_set(config.task, config.eval_batch, config.seed)
@@ -163,20 +164,3 @@ def evaluate_copy(model: CharModel, inputs: Tensor, targets: Tensor) -> float:
     logits, _, _ = model(inputs)
     model.train(was_training)
     return masked_accuracy(logits, targets)
-
-
-@torch.no_grad()
-def set_forget_bias(model: CharModel, value: float) -> None:
-    """Set every LSTM layer's forget-gate bias: b_ih,f = value and b_hh,f = 0, so b_f = value.
-
-    A positive b_f starts f_t = σ(…) near 1, so the cell path c_t = f_t ⊙ c_{t−1} + … passes values and
-    gradients (∂c_t/∂c_{t−1} = diag(f_t)) across many steps from the first update on (Gers et al. 2000;
-    Jozefowicz et al. 2015 recommend 1). Other kinds have no forget gate and are left unchanged.
-    """
-    if model.config.kind != "lstm":
-        return
-    hidden = model.config.hidden
-    forget = slice(hidden, 2 * hidden)  # torch's gate order: i, f, g, o
-    for layer in range(model.config.layers):
-        getattr(model.rnn, f"bias_ih_l{layer}")[forget] = value
-        getattr(model.rnn, f"bias_hh_l{layer}")[forget] = 0.0
