@@ -33,6 +33,10 @@ PAGES: tuple[PageSpec, ...] = (
     # --- Start ---
     PageSpec("app_pages/home.py", "Home: the five shapes", "home", "Start", ":material/home:", default=True),
     # --- Mechanics of recurrence ---
+    PageSpec("app_pages/hand_built_rnn.py", "Hand-built RNN", "hand-built-rnn", "Mechanics of recurrence",
+             ":material/memory:"),
+    PageSpec("app_pages/unrolling_bptt.py", "Unrolling & BPTT", "unrolling-bptt", "Mechanics of recurrence",
+             ":material/account_tree:"),
     # --- Gradients and gates ---
     PageSpec("app_pages/gradient_decay.py", "Gradient decay", "gradient-decay", "Gradients and gates",
              ":material/trending_down:"),
