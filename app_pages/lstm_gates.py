@@ -1,5 +1,183 @@
-"""LSTM gates (being written)."""
+"""LSTM gates: one cell value through f, i, g, o; one full step drawn with its numbers; gate saturation."""
 
-from rnnviz.ui.widgets import page_header
+import streamlit as st
 
-page_header("lstm-gates", "The LSTM's gates, number by number.")
+from rnnviz import gates
+from rnnviz.figures import gates as figures
+from rnnviz.ui.links import LinkParam, mirror_to_link, parse_float_in, restore_from_link, share_link
+from rnnviz.ui.widgets import page_header, plot, seed
+
+PAGE = "lstm_gates"
+C_PREV = 0.8  # the classroom trace starts from c_{t−1} = 0.8
+GATE_SLIDERS = {  # gate: (label, low, high, default)
+    "f": ("forget gate f", 0.0, 1.0, 0.5),
+    "i": ("input gate i", 0.0, 1.0, 1.0),
+    "g": ("candidate g", -1.0, 1.0, 0.2),
+    "o": ("output gate o", 0.0, 1.0, 1.0),
+}
+LINK = tuple(
+    LinkParam(gate, f"{PAGE}_{gate}", parse_float_in(low, high), lambda v: f"{v:.2f}")
+    for gate, (_, low, high, _) in GATE_SLIDERS.items()
+)
+SATURATION_MODEL = gates.TinyLSTMConfig()
+MAX_SATURATION_CHARS = 2000
+
+
+def apply_preset(values: tuple[float, float, float, float]) -> None:
+    """on_click: set the four gate sliders to a teaching case."""
+    for gate, value in zip("figo", values):
+        st.session_state[f"{PAGE}_{gate}"] = value
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def step_detail(config: gates.StepModelConfig, t: int) -> gates.StepDetail:
+    model, idx = gates.seeded_step_model(config)
+    return gates.lstm_step_detail(model, idx, t)
+
+
+@st.cache_resource(show_spinner=False)
+def shared_tiny_lstm(config: gates.TinyLSTMConfig) -> gates.CharLSTM:
+    """Read-only and deterministic, so one copy serves every visitor; trained once per server."""
+    bar = st.progress(0.0, text="Training the shared small LSTM once for every visitor…")
+
+    def on_step(step: int, loss: float) -> None:
+        if step % 10 == 0 or step == config.steps:
+            bar.progress(step / config.steps, text=f"Training the shared small LSTM (once for every visitor): "
+                         f"step {step} of {config.steps}, loss {loss:.2f} nats/char")
+
+    trained = gates.train_tiny_lstm(config, gates.builtin_prose(), on_step)
+    bar.empty()
+    return trained
+
+
+def saturation_model() -> tuple[gates.CharLSTM, str]:
+    """The model whose gates are measured, and a key naming it: today the shared small LSTM."""
+    return shared_tiny_lstm(SATURATION_MODEL), repr(SATURATION_MODEL)
+
+
+@st.cache_data(max_entries=32, show_spinner="Running the text through the trace path…")
+def saturation(model_key: str, _trained: gates.CharLSTM, text: str) -> gates.SaturationStats:
+    """Keyed by model_key and text; the model itself is not hashed."""
+    return gates.gate_saturation(_trained.model, _trained.encode(text)[0])
+
+
+@st.fragment
+def one_number_through_the_gates() -> None:
+    st.header("1. One number through the gates")
+    st.markdown(f"Follow one component of the cell, starting from $c_{{t-1}} = {C_PREV}$. Set the gates by "
+                "hand, or pick a teaching case.")
+    restore_from_link(PAGE, LINK)
+    for gate, (_, _, _, default) in GATE_SLIDERS.items():
+        st.session_state.setdefault(f"{PAGE}_{gate}", default)
+    preset_cols = st.columns(len(gates.PRESETS) + 1)
+    for col, (name, (values, _)) in zip(preset_cols, gates.PRESETS.items()):
+        col.button(name, key=f"{PAGE}_preset_{name}", on_click=apply_preset, args=(values,), width="stretch")
+    with preset_cols[-1]:
+        share_link(LINK)
+    slider_cols = st.columns(4)
+    for col, (gate, (label, low, high, _)) in zip(slider_cols, GATE_SLIDERS.items()):
+        col.slider(label, low, high, step=0.01, key=f"{PAGE}_{gate}")
+    mirror_to_link(LINK)
+    f, i, g, o = (st.session_state[f"{PAGE}_{gate}"] for gate in "figo")
+    trace = gates.OneNumber(C_PREV, f, i, g, o)
+    lesson = next((text for values, text in gates.PRESETS.values() if values == (f, i, g, o)), None)
+    if lesson:
+        st.info(lesson, icon=":material/school:")
+    st.latex(
+        rf"c_t = f \cdot c_{{t-1}} + i \cdot g = {f:.2f} \cdot {C_PREV:.2f} + {i:.2f} \cdot ({g:.2f}) "
+        rf"= {trace.kept:.3f} + ({trace.written:.3f}) = \mathbf{{{trace.c_t:.3f}}}"
+    )
+    st.latex(
+        rf"h_t = o \cdot \tanh(c_t) = {o:.2f} \cdot \tanh({trace.c_t:.3f}) = {o:.2f} \cdot {trace.tanh_c:.3f}"
+        rf" = \mathbf{{{trace.h_t:.3f}}}"
+    )
+    fig_col, num_col = st.columns([3, 1])
+    with fig_col:
+        plot(figures.one_number_figure(trace), key=f"{PAGE}_one_number")
+    with num_col:
+        st.metric("c_t, the new cell", f"{trace.c_t:.3f}")
+        st.metric("h_t, what is exposed", f"{trace.h_t:.3f}")
+        st.metric(r"kept, $f \cdot c_{t-1}$", f"{trace.kept:.3f}")
+        st.metric(r"written, $i \cdot g$", f"{trace.written:.3f}")
+
+
+@st.fragment
+def one_full_step() -> None:
+    st.header("2. One full LSTM step, drawn")
+    st.markdown(
+        "A small seeded LSTM reads a word one character at a time ($x_t$ is the character's one-hot vector). "
+        "All four gates come from **one** product of the stacked $W$ with $[h_{t-1}; x_t]$; each strip shows "
+        "a vector's numbers, one row per unit."
+    )
+    word_col, h_col, t_col = st.columns([2, 1, 2])
+    word = word_col.text_input("word", "hello", max_chars=24, key=f"{PAGE}_word")
+    hidden = h_col.slider("H, hidden size", 2, 8, 4, key=f"{PAGE}_hidden")
+    try:
+        step_config = gates.StepModelConfig(word, hidden, seed())
+    except ValueError as err:
+        st.error(f"{err}")
+        step_config = None
+    if step_config is not None:
+        t = t_col.slider("step t", 1, len(word), min(3, len(word)), key=f"{PAGE}_step")
+        detail = step_detail(step_config, t)
+        vocabulary = step_config.vocabulary
+        plot(figures.lstm_step_figure(detail, f"one-hot('{word[t - 1]}')"), key=f"{PAGE}_step_figure")
+        st.subheader("The stacked W")
+        counts = gates.parameter_counts(len(vocabulary), hidden)
+        st.markdown(
+            f"Rows come in four blocks in PyTorch's order **i, f, g, o** (the same order as `weight_ih_l0` and "
+            f"`weight_hh_l0` in `nn.LSTM`); columns take $h_{{t-1}}$ (H = {hidden}) then $x_t$ "
+            f"(D = {len(vocabulary)}, one column per character). Four blocks is why an LSTM has about 4× the "
+            "parameters of a vanilla RNN of the same H."
+        )
+        plot(figures.stacked_w_figure(detail, list(vocabulary)), key=f"{PAGE}_stacked_w")
+        p1, p2, p3 = st.columns(3)
+        p1.metric("vanilla RNN layer: H(H+D) + 2H", f"{counts['rnn']:,}")
+        p2.metric("LSTM layer: 4·(H(H+D) + 2H)", f"{counts['lstm']:,}")
+        p3.metric("LSTM ÷ RNN", f"{counts['lstm'] / counts['rnn']:.2f}×")
+
+
+@st.fragment
+def gate_saturation() -> None:
+    st.header("3. Gate saturation")
+    st.markdown(
+        "Over a text, how often is each gate nearly shut (left-saturated: below 0.1) or wide open "
+        "(right-saturated: above 0.9)? The candidate g_t ranges over −1…1, so its ends are below −0.8 and "
+        "above 0.8. The model is a small 2-layer character LSTM trained in this app on Python's built-in "
+        "documentation prose; its gates are read from the trace path."
+    )
+    trained, model_key = saturation_model()
+    source = st.radio("text", ["held-out prose", "your text"], horizontal=True, key=f"{PAGE}_text_source",
+                      help="The held-out prose is the end of the same documentation, which training never read.")
+    if source == "your text":
+        text = st.text_area("your text", gates.held_out_prose(400), max_chars=MAX_SATURATION_CHARS,
+                            key=f"{PAGE}_text")
+    else:
+        text = gates.held_out_prose()
+    known, skipped = trained.encode(text)
+    if skipped:
+        st.warning(f"{skipped} character{'s' if skipped > 1 else ''} the model never saw in training "
+                   f"{'were' if skipped > 1 else 'was'} skipped.")
+    if known.numel() < 20:
+        st.error("Give at least 20 characters that the model knows, so that the fractions mean something.")
+    else:
+        stats = saturation(model_key, trained, text)
+        st.caption(f"{stats.characters:,} characters; model {SATURATION_MODEL.layers} × {SATURATION_MODEL.hidden}, "
+                   f"final training loss {trained.losses[-1]:.2f} nats/char after {SATURATION_MODEL.steps} steps.")
+        plot(figures.saturation_bars_figure(stats), key=f"{PAGE}_saturation_bars")
+        plot(figures.saturation_histograms_figure(stats), key=f"{PAGE}_saturation_hist")
+        forget = stats.get(stats.layers - 1, "f")
+        st.metric(f"forget gate, layer {stats.layers}: right-saturated (f > 0.9, remembering)", f"{forget.right:.1%}")
+
+
+page_header(
+    "lstm-gates",
+    "An LSTM keeps a **cell state** c_t beside its hidden state. Three gates between 0 and 1 decide, unit by "
+    "unit, how much of the old cell to keep (f_t), how much of a candidate g_t to write (i_t) and how much "
+    "of the cell to expose as h_t (o_t).",
+    r"c_t = f_t \odot c_{t-1} + i_t \odot g_t, \qquad h_t = o_t \odot \tanh(c_t)",
+)
+
+one_number_through_the_gates()
+one_full_step()
+gate_saturation()

@@ -302,7 +302,25 @@ def contributions(config: TanhRNNConfig) -> Contributions:
 # --- The LSTM's cell path -----------------------------------------------------------------------------
 
 
-def lstm_with_forget_bias(config: TanhRNNConfig, forget_bias: float) -> RecurrentLSTM:
+@dataclass(frozen=True)
+class CellPathConfig:
+    """A real LSTM run on the same random inputs as TanhRNNConfig with the same seed, H, T and input scale."""
+
+    hidden: int = 64  # H
+    steps: int = 150  # T
+    forget_bias: float = 1.0  # b_f, the forget gate's bias at initialisation
+    input_scale: float = 1.0  # standard deviation of each component of x_t
+    input_size: int = 8  # D
+    seed: int = 0
+
+    def __post_init__(self):
+        _check_range("The hidden size H", self.hidden, 2, 1024)
+        _check_range("T", self.steps, 1, 2000)
+        _check_range("The forget-gate bias b_f", self.forget_bias, -20.0, 20.0)
+        _check_range("The input scale", self.input_scale, 0.0, 100.0)
+
+
+def lstm_with_forget_bias(config: CellPathConfig) -> RecurrentLSTM:
     """The engine's LSTM (float64) with torch's U(−1/√H, 1/√H) init from the seed, and b_f set.
 
     b_f is the forget block of bias_ih (torch's order i, f, g, o); the forget block of bias_hh is zeroed,
@@ -315,7 +333,7 @@ def lstm_with_forget_bias(config: TanhRNNConfig, forget_bias: float) -> Recurren
     with torch.no_grad():
         for p in lstm.parameters():
             p.copy_((torch.rand(p.shape, generator=gen, dtype=DTYPE) * 2 - 1) * bound)
-        lstm.bias_ih_l0[hidden : 2 * hidden] = forget_bias
+        lstm.bias_ih_l0[hidden : 2 * hidden] = config.forget_bias
         lstm.bias_hh_l0[hidden : 2 * hidden] = 0.0
     return lstm
 
@@ -337,16 +355,15 @@ class CellPath:
     mean_forget: float  # mean f_t over steps and units
 
 
-def cell_path(config: TanhRNNConfig, forget_bias: float) -> CellPath:
+def cell_path(config: CellPathConfig) -> CellPath:
     """Run a real LSTM on the same inputs as the tanh RNN and multiply its recorded forget gates."""
-    _check_range("The forget-gate bias b_f", forget_bias, -20.0, 20.0)
-    lstm = lstm_with_forget_bias(config, forget_bias)
+    lstm = lstm_with_forget_bias(config)
     with torch.no_grad():
         trace = lstm.trace(random_inputs(config.steps, config.input_size, config.input_scale, config.seed))
     forget = trace["f"][0, :, 0]  # (T, H)
     diagonals = cell_path_products(forget)  # (T+1, H)
     return CellPath(
-        forget_bias=forget_bias,
+        forget_bias=config.forget_bias,
         lag=np.arange(config.steps + 1),
         cell_path=diagonals.abs().amax(dim=1).numpy(),  # ‖diag(d)‖₂ = max |d_j|
         mean_forget=float(forget.mean()),

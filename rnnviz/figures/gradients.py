@@ -43,7 +43,8 @@ def _log_axis(fig: go.Figure, title: str, **where) -> None:
 
 
 def power_figure(curves: list[PowerCurve], highlight: float) -> go.Figure:
-    """‖W_hh^k v‖ against k for each σ₁, measured (solid) beside the theory σ₁^k (dashed)."""
+    """‖W_hh^k v‖ against k for each σ₁, measured (solid) beside the theory σ₁^k (dashed, drawn on top so that
+    it stays visible where the two coincide)."""
     fig = go.Figure()
     fig.add_hline(y=1, line=dict(color=PALETTE["muted"], width=1), annotation_text="‖v‖ = 1",
                   annotation_position="bottom left")
@@ -53,14 +54,14 @@ def power_figure(curves: list[PowerCurve], highlight: float) -> go.Figure:
         colour = PALETTE["measured"] if chosen else next(others)
         label = f"σ₁ = {curve.sigma:.2f}"
         fig.add_trace(go.Scatter(
-            x=curve.k, y=_positive(curve.theory), mode="lines", name=f"{label}: theory σ₁ᵏ",
-            line=dict(color=PALETTE["theory"] if chosen else colour, dash="dash", width=2 if chosen else 1.5),
-            hovertemplate="k = %{x}<br>σ₁ᵏ = %{y:.3g}<extra>theory</extra>",
-        ))
-        fig.add_trace(go.Scatter(
             x=curve.k, y=_positive(curve.measured), mode="lines", name=f"{label}: measured ‖W_hhᵏ v‖",
             line=dict(color=colour, width=4 if chosen else 2.5),
             hovertemplate="k = %{x}<br>‖W_hhᵏ v‖ = %{y:.3g}<extra>measured</extra>",
+        ))
+        fig.add_trace(go.Scatter(
+            x=curve.k, y=_positive(curve.theory), mode="lines", name=f"{label}: theory σ₁ᵏ",
+            line=dict(color="#222222" if chosen else "#666666", dash="dash", width=2 if chosen else 1.5),
+            hovertemplate="k = %{x}<br>σ₁ᵏ = %{y:.3g}<extra>theory</extra>",
         ))
         if chosen:
             k, value = int(curve.k[-1]), float(curve.measured[-1])
@@ -104,15 +105,16 @@ def decay_figure(curves: DecayCurves, sigma: float, cell: CellPath | None = None
 
 
 def _linear_traces(fig: go.Figure, curves: DecayCurves, sigma: float) -> None:
-    fig.add_trace(go.Scatter(
-        x=curves.lag, y=_positive(curves.theory), mode="lines", name=f"theory σ₁^(T−k), σ₁ = {sigma:.2f}",
-        line=dict(color=PALETTE["theory"], dash="dash", width=2),
-        hovertemplate="T − k = %{x}<br>σ₁^(T−k) = %{y:.3g}<extra>theory</extra>",
-    ))
+    """W_hh alone (solid), then the theory σ₁^(T−k) dashed on top, visible where the two coincide."""
     fig.add_trace(go.Scatter(
         x=curves.lag, y=_positive(curves.linear), mode="lines", name="measured ‖W_hh^(T−k)‖ (no tanh′)",
-        line=dict(color=LINEAR_COLOUR, width=3),
+        line=dict(color=LINEAR_COLOUR, width=4),
         hovertemplate="T − k = %{x}<br>‖W_hh^(T−k)‖ = %{y:.3g}<extra>linear</extra>",
+    ))
+    fig.add_trace(go.Scatter(
+        x=curves.lag, y=_positive(curves.theory), mode="lines", name=f"theory σ₁^(T−k), σ₁ = {sigma:.2f}",
+        line=dict(color="#333333", dash="dash", width=2),
+        hovertemplate="T − k = %{x}<br>σ₁^(T−k) = %{y:.3g}<extra>theory</extra>",
     ))
 
 
@@ -164,7 +166,13 @@ def contributions_figure(result: Contributions, log: bool = True) -> go.Figure:
     return fig
 
 
-def _clip_panel(fig: go.Figure, run: ClipRun, col: int, threshold: float) -> None:
+def _spans_decades(values: np.ndarray, decades: float = 2.0) -> bool:
+    """Whether the finite positive values span more than ``decades`` powers of ten (then a log axis helps)."""
+    finite = values[np.isfinite(values) & (values > 0)]
+    return finite.size > 0 and (np.isinf(values).any() or finite.max() / finite.min() > 10**decades)
+
+
+def _clip_panel(fig: go.Figure, run: ClipRun, col: int, threshold: float, total_steps: int) -> None:
     steps = np.arange(1, len(run.grad_norms) + 1)
     colour = PALETTE["measured"] if run.threshold is not None else PALETTE["input"]
     fig.add_trace(go.Scatter(
@@ -177,32 +185,45 @@ def _clip_panel(fig: go.Figure, run: ClipRun, col: int, threshold: float) -> Non
         line=dict(color=PALETTE["output"], width=3), showlegend=col == 1,
         legendgroup="loss", hovertemplate="step %{x}<br>loss = %{y:.3g}<extra></extra>",
     ), row=2, col=col)
-    label = f"θ = {threshold:g}" if run.threshold is not None else f"θ = {threshold:g} (not applied)"
-    fig.add_hline(y=threshold, line=dict(color=PALETTE["theory"], dash="dash", width=2), row=1, col=col,
-                  annotation_text=label, annotation_position="bottom right")
+    fig.add_trace(go.Scatter(
+        x=[0, total_steps + 1], y=[threshold, threshold], mode="lines",
+        name=f"threshold θ = {threshold:g} (applied on the right only)", showlegend=col == 1,
+        line=dict(color=PALETTE["theory"], dash="dash", width=2), legendgroup="theta", hoverinfo="skip",
+    ), row=1, col=col)
+    if _spans_decades(run.losses):
+        _log_axis(fig, "loss (log scale)", row=2, col=col)
+    else:
+        fig.update_yaxes(title_text="loss", row=2, col=col)
     if run.blew_up_at is not None:
         finite = [v for v in run.grad_norms if math.isfinite(v)]
         top = max(finite) if finite else 1.0
         fig.add_trace(go.Scatter(
             x=[run.blew_up_at], y=[top], mode="markers+text", text=[f"inf/NaN at step {run.blew_up_at}"],
-            textposition="middle left", marker=dict(symbol="x", size=16, color=PALETTE["input"]),
+            textposition="middle right", marker=dict(symbol="x", size=16, color=PALETTE["input"]),
             textfont=dict(color=PALETTE["input"]), showlegend=False, hoverinfo="skip",
         ), row=1, col=col)
 
 
 def clipping_figure(unclipped: ClipRun, clipped: ClipRun, threshold: float, steps: int) -> go.Figure:
-    """Gradient norm and loss per SGD step, without clipping (left) and with clipping at θ (right)."""
+    """Gradient norm and loss per SGD step, without clipping (left) and with clipping at θ (right).
+
+    The gradient-norm row shares one log axis, so the two runs compare at a glance; each loss panel
+    takes a log axis only when its values span orders of magnitude.
+    """
     fig = make_subplots(
-        rows=2, cols=2, shared_xaxes=True, vertical_spacing=0.1, horizontal_spacing=0.08,
+        rows=2, cols=2, shared_xaxes=True, vertical_spacing=0.1, horizontal_spacing=0.1,
         subplot_titles=("without clipping", f"with clipping at θ = {threshold:g}", "", ""),
     )
-    _clip_panel(fig, unclipped, 1, threshold)
-    _clip_panel(fig, clipped, 2, threshold)
+    _clip_panel(fig, unclipped, 1, threshold, steps)
+    _clip_panel(fig, clipped, 2, threshold, steps)
     fig.update_xaxes(range=[0, steps + 1])
     fig.update_xaxes(title_text="SGD step", row=2)
+    norms = np.concatenate([unclipped.grad_norms, clipped.grad_norms, [threshold]])
+    finite = norms[np.isfinite(norms) & (norms > 0)]
+    low, high = math.log10(finite.min()) - 0.3, math.log10(finite.max()) + 0.6
     for col in (1, 2):
-        _log_axis(fig, "‖g‖ (log scale)" if col == 1 else "", row=1, col=col)
-        _log_axis(fig, "loss (log scale)" if col == 1 else "", row=2, col=col)
-    house_style(fig, height=560)
+        _log_axis(fig, "‖g‖ (log scale)", row=1, col=col)
+        fig.update_yaxes(range=[low, high], row=1, col=col)
+    house_style(fig, height=580)
     fig.update_layout(legend=dict(orientation="h", y=1.12, x=1, xanchor="right"))
     return fig
