@@ -1,0 +1,233 @@
+"""Gradient decay: the lecture's figures, Jacobian products against autograd, clipping, the LSTM cell path, the page."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rnnviz import gradients
+from rnnviz.cells import lstm_cell, rnn_cell
+from rnnviz.figures.gradients import sci
+from tests.apptest_helpers import open_page
+
+SMALL = gradients.TanhRNNConfig(hidden=5, sigma=1.05, steps=7, input_size=3, seed=3)
+
+
+# --- Repeated multiplication ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sigma", "expected", "low", "high"), [(1.05, 1.05**150, 1.4e3, 1.6e3),
+                                                                (0.95, 0.95**150, 4.0e-4, 5.0e-4)])
+def test_lecture_figures_after_150_steps(sigma, expected, low, high):
+    """σ₁ = 1.05 gives about ×1000 after 150 steps (1.5·10³), σ₁ = 0.95 about ÷1000 (4.6·10⁻⁴)."""
+    curve = gradients.power_curve(gradients.PowerConfig(hidden=32, sigma=sigma, steps=150))
+    measured = curve.measured[150]
+    assert low < measured < high
+    assert measured == pytest.approx(expected, rel=1e-9)
+    assert curve.theory[150] == pytest.approx(expected, rel=1e-12)
+
+
+def test_w_hh_is_rescaled_to_sigma_and_sigma_k_bounds_every_vector():
+    for matrix in gradients.MATRIX_KINDS:
+        w = gradients.scaled_w_hh(16, 1.2, matrix, seed=1)
+        assert torch.linalg.svdvals(w)[0].item() == pytest.approx(1.2, rel=1e-12)
+        for vector in gradients.VECTOR_KINDS:
+            curve = gradients.power_curve(gradients.PowerConfig(16, 1.2, 60, matrix, vector, seed=1))
+            assert np.all(curve.measured <= curve.theory * (1 + 1e-9))
+    # A general (non-normal) W_hh grows more slowly than its σ₁: the bound is not reached.
+    general = gradients.power_curve(gradients.PowerConfig(16, 1.2, 60, "gaussian", "top", seed=1))
+    assert general.measured[-1] < 0.01 * general.theory[-1]
+
+
+def test_power_curve_is_repeated_multiplication():
+    config = gradients.PowerConfig(hidden=6, sigma=0.9, steps=4, vector="random", seed=2)
+    w = gradients.scaled_w_hh(6, 0.9, "symmetric", 2)
+    v = gradients.start_vector(w, "random", 2)
+    expected = [torch.linalg.vector_norm(torch.linalg.matrix_power(w, k) @ v).item() for k in range(5)]
+    np.testing.assert_allclose(gradients.power_curve(config).measured, expected, rtol=1e-12)
+
+
+def test_bad_settings_are_plain_errors():
+    with pytest.raises(ValueError, match="σ₁"):
+        gradients.PowerConfig(sigma=0)
+    with pytest.raises(ValueError, match="hidden size"):
+        gradients.TanhRNNConfig(hidden=1)
+    with pytest.raises(ValueError, match="delay"):
+        gradients.ClipConfig(delay=40, length=30)
+
+
+# --- Through the nonlinearity -----------------------------------------------------------------------------
+
+
+def _h_T_from_h_k(rnn, x, k):
+    """h_k ↦ h_T by stepping the engine's rnn_cell through steps k+1…T (1-based) of x."""
+    weights = rnn.layer_weights(0)
+
+    def run(h_k):
+        h = h_k.unsqueeze(0)
+        for t in range(k, x.shape[1]):
+            h = rnn_cell(x[:, t], h, weights).h_t
+        return h[0]
+
+    return run
+
+
+def test_jacobian_product_equals_autograd():
+    rnn = gradients.tanh_rnn(SMALL)
+    x = gradients.random_inputs(SMALL.steps, SMALL.input_size, SMALL.input_scale, SMALL.seed)
+    with torch.no_grad():
+        trace = rnn.trace(x)
+    products = gradients.backward_products(gradients.rnn_step_jacobians(rnn, trace))  # (T+1, H, H)
+    hs = torch.cat([trace.h0[0], trace["h"][0, :, 0]])  # (T+1, H): h_0 … h_T
+    for k in (0, 2, SMALL.steps - 1, SMALL.steps):
+        expected = torch.autograd.functional.jacobian(_h_T_from_h_k(rnn, x, k), hs[k].clone())
+        torch.testing.assert_close(products[SMALL.steps - k], expected, rtol=1e-10, atol=1e-12)
+
+
+def test_product_norms_are_the_spectral_norms_of_the_products():
+    rnn = gradients.tanh_rnn(SMALL)
+    with torch.no_grad():
+        trace = rnn.trace(gradients.random_inputs(SMALL.steps, SMALL.input_size, 1.0, SMALL.seed))
+    jacobians = gradients.rnn_step_jacobians(rnn, trace)
+    exact = torch.linalg.matrix_norm(gradients.backward_products(jacobians), ord=2).numpy()
+    np.testing.assert_allclose(gradients.product_norms(jacobians), exact, rtol=1e-9)
+    lags = np.array([0, 3, 7])
+    np.testing.assert_allclose(gradients.product_norms(jacobians, lags), exact[lags], rtol=1e-9)
+
+
+def test_large_hidden_sizes_measure_a_sample_of_lags():
+    assert len(gradients.measured_lags(300, 64)) == 301
+    lags = gradients.measured_lags(300, 256)
+    assert lags[0] == 0 and lags[-1] == 300 and len(lags) <= gradients.SAMPLED_LAGS
+
+
+def test_tanh_makes_sigma_above_one_decay():
+    curves = gradients.decay_curves(gradients.TanhRNNConfig(hidden=16, sigma=1.05, steps=150))
+    assert curves.linear[-1] == pytest.approx(1.05**150, rel=1e-6)  # W_hh alone: symmetric, so exactly σ₁ᵏ
+    assert curves.with_tanh[-1] < 1e-3  # the true Jacobian product vanishes
+    assert 0 < curves.mean_tanh_prime < 1
+    assert curves.tanh_prime.shape == (150 * 16,)
+
+
+def test_per_step_contributions_sum_to_autograds_gradient():
+    rnn = gradients.tanh_rnn(SMALL)
+    x = gradients.random_inputs(SMALL.steps, SMALL.input_size, 1.0, SMALL.seed)
+    target = gradients.loss_target(SMALL.hidden, SMALL.seed)
+    per_step = gradients.per_step_gradients(rnn, x, target)  # (T, H, H)
+    h_T = rnn.trace(x)["h"][0, -1]  # (1, H), differentiable
+    (0.5 * ((h_T - target) ** 2).sum()).backward()
+    torch.testing.assert_close(per_step.sum(0), rnn.weight_hh_l0.grad, rtol=1e-10, atol=1e-12)
+    assert per_step[0].abs().max() == 0  # h_0 = 0, so the first step contributes nothing
+
+
+def test_the_last_steps_dominate_the_sum():
+    shares = gradients.contributions(gradients.TanhRNNConfig(hidden=16, steps=100))
+    assert shares.share_of_last(10) > 0.9
+    assert shares.norms.shape == (100,)
+
+
+# --- Clipping ---------------------------------------------------------------------------------------------
+
+
+def test_clipping_rescales_to_theta_and_keeps_the_direction():
+    """clip_grad_norm_ applies Eq. 8.14: g ← θ g/‖g‖ when ‖g‖ > θ."""
+    params = [torch.nn.Parameter(torch.zeros(3, 4)), torch.nn.Parameter(torch.zeros(5))]
+    gen = torch.Generator().manual_seed(0)
+    for p in params:
+        p.grad = torch.randn(p.shape, generator=gen) * 10
+    raw = gradients.gradient_vector(params)
+    torch.nn.utils.clip_grad_norm_(params, 1.5)
+    clipped = gradients.gradient_vector(params)
+    torch.testing.assert_close(clipped, 1.5 * raw / raw.norm())
+    assert gradients.cosine(raw, clipped) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_unclipped_run_blows_up_and_the_clipped_one_does_not():
+    config = gradients.ClipConfig(lr=1.0, steps=40)
+    unclipped = gradients.train_for_clipping(config)
+    clipped = gradients.train_for_clipping(config, threshold=1.0)
+    assert unclipped.blew_up_at is not None and unclipped.blew_up_at == len(unclipped.grad_norms)
+    assert not (math.isfinite(unclipped.losses[-1]) and math.isfinite(unclipped.grad_norms[-1]))
+    assert clipped.blew_up_at is None and np.isfinite(clipped.losses).all()
+    assert clipped.clipped_steps > 0
+    assert clipped.cosine == pytest.approx(1.0, abs=1e-6)
+    # Same weights, same batches: the first step is the same gradient in both runs.
+    assert clipped.grad_norms[0] == pytest.approx(unclipped.grad_norms[0], rel=1e-6)
+
+
+# --- The LSTM's cell path ------------------------------------------------------------------------------------
+
+
+def test_cell_path_derivative_is_the_product_of_the_recorded_forget_gates():
+    config = gradients.CellPathConfig(hidden=4, steps=6, forget_bias=1.0, input_size=3, seed=1)
+    lstm = gradients.lstm_with_forget_bias(config)
+    x = gradients.random_inputs(config.steps, config.input_size, config.input_scale, config.seed)
+    with torch.no_grad():
+        trace = lstm.trace(x)
+    forget = trace["f"][0, :, 0]  # (T, H)
+    h_prev = torch.cat([trace.h0[0], trace["h"][0, :-1, 0]])  # h_0 … h_{T−1}, held fixed: the cell path only
+    c = torch.cat([trace.c0[0], trace["c"][0, :, 0]])  # c_0 … c_T
+    weights = lstm.layer_weights(0)
+    diagonals = gradients.cell_path_products(forget)  # (T+1, H)
+    for k in (0, 3, config.steps):
+
+        def c_T_from_c_k(c_k, k=k):
+            state = c_k.unsqueeze(0)
+            for t in range(k, config.steps):
+                state = lstm_cell(x[:, t], (h_prev[t : t + 1], state), weights).c_t
+            return state[0]
+
+        expected = torch.autograd.functional.jacobian(c_T_from_c_k, c[k].clone())
+        torch.testing.assert_close(torch.diag(diagonals[config.steps - k]), expected, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(diagonals[config.steps], forget.prod(0))
+
+
+def test_a_high_forget_bias_keeps_the_cell_path_flat():
+    low = gradients.cell_path(gradients.CellPathConfig(hidden=16, steps=150, forget_bias=-2.0))
+    high = gradients.cell_path(gradients.CellPathConfig(hidden=16, steps=150, forget_bias=4.0))
+    assert high.mean_forget > 0.95 > 0.2 > low.mean_forget
+    assert high.cell_path[-1] > 1e-3 > 1e-30 > low.cell_path[-1]
+    assert np.all(high.cell_path <= 1)  # f < 1 strictly: never growth, only slower decay
+
+
+def test_numbers_read_as_the_lecture_writes_them():
+    assert sci(1.05**150) == "1.51·10³"
+    assert sci(0.95**150) == "4.56·10⁻⁴"
+    assert sci(0.6037) == "0.604"
+    assert sci(9.9996e5) == "1.00·10⁶"
+    assert sci(math.inf) == "∞"
+
+
+# --- The page --------------------------------------------------------------------------------------------------
+
+
+def _metric(at, label_start):
+    return next(m.value for m in at.metric if m.label.startswith(label_start))
+
+
+def test_page_shows_the_lecture_numbers_and_follows_sigma_into_the_link():
+    at = open_page("app_pages/gradient_decay.py")
+    assert not at.exception, [e.value for e in at.exception]
+    assert _metric(at, "measured ‖W_hhᴷ v‖ after K = 150") == "1.51·10³"
+    assert _metric(at, "cos(raw g, clipped g)") == "1.000"
+    assert any("Without clipping, the run blew up" in w.value for w in at.warning)
+    before = _metric(at, "‖∂h_T/∂h_k‖ at T − k = 150, tanh RNN")
+    at.slider(key="gradient_decay_sigma").set_value(0.95).run()
+    assert not at.exception
+    assert _metric(at, "measured ‖W_hhᴷ v‖ after K = 150") == "4.56·10⁻⁴"
+    assert _metric(at, "‖∂h_T/∂h_k‖ at T − k = 150, tanh RNN") != before
+    assert at.query_params["sigma"] == "0.95"  # mirrored into the shareable link
+    at.slider(key="gradient_decay_forget_bias").set_value(4.0).run()
+    assert float(_metric(at, "mean forget gate f_t")) > 0.95
+
+
+def test_page_restores_sigma_and_k_from_a_link_and_rejects_bad_values():
+    at = open_page("app_pages/gradient_decay.py", query={"sigma": "0.95", "K": "100"})
+    assert not at.exception
+    assert at.slider(key="gradient_decay_sigma").value == 0.95
+    assert _metric(at, "measured ‖W_hhᴷ v‖ after K = 100") == sci(0.95**100)
+    bad = open_page("app_pages/gradient_decay.py", query={"sigma": "7"})
+    assert not bad.exception
+    assert any("not valid" in i.value for i in bad.info)
+    assert bad.slider(key="gradient_decay_sigma").value == 1.05
