@@ -37,6 +37,10 @@ PAGES: tuple[PageSpec, ...] = (
              ":material/memory:"),
     PageSpec("app_pages/unrolling_bptt.py", "Unrolling & BPTT", "unrolling-bptt", "Mechanics of recurrence",
              ":material/account_tree:"),
+    PageSpec("app_pages/truncated_bptt.py", "Truncated BPTT", "truncated-bptt", "Mechanics of recurrence",
+             ":material/content_cut:"),
+    PageSpec("app_pages/stacked_rnns.py", "Stacked RNNs", "stacked-rnns", "Mechanics of recurrence",
+             ":material/layers:"),
     # --- Gradients and gates ---
     PageSpec("app_pages/gradient_decay.py", "Gradient decay", "gradient-decay", "Gradients and gates",
              ":material/trending_down:"),

@@ -1,0 +1,65 @@
+"""Stacked RNNs: the time × depth grid stepped in computation order, and parameters that grow with depth."""
+
+import streamlit as st
+
+from rnnviz.figures.stacked import cell_sentence, grid_figure, parameters_figure
+from rnnviz.recurrent import GATE_BLOCKS
+from rnnviz.stacked import MAX_LAYERS, MAX_WIDTH, ORDERS, StackConfig, computation_order, layer_parameters, parse_words
+from rnnviz.ui.mechanics import stack_depth_table, stack_run
+from rnnviz.ui.stepper import step_controls
+from rnnviz.ui.widgets import page_header, plot, seed
+
+EMBED_DIM = 3  # E: each word is a 3-number vector, as in the lecture's example
+
+page_header(
+    "stacked-rnns",
+    "A stacked RNN feeds the hidden states of one layer in as the inputs of the next. Cell $(\\ell, t)$ "
+    "reads two arrows: its own layer's state from the step before, $h_{t-1}^{(\\ell)}$, and the layer "
+    "below at the same step, $h_t^{(\\ell-1)}$. Step through the grid below in an order that respects "
+    "both arrows; each layer adds its own weights, so the parameter count grows linearly with depth.",
+    r"h_t^{(\ell)} = \operatorname{cell}\big(W_x^{(\ell)} h_t^{(\ell-1)} + W_h^{(\ell)} h_{t-1}^{(\ell)}\big), "
+    r"\quad h_t^{(0)} = x_t, \qquad P = \sum_{\ell} G\, d_\ell\, (d_{\ell-1} + d_\ell + 2)",
+)
+
+col_words, col_kind, col_layers, col_order = st.columns([2, 1.4, 1.2, 1.6])
+words_text = col_words.text_input("Words, one per step", "the cat sat", key="stacked_words", max_chars=80)
+kind = col_kind.segmented_control("Cell", ["rnn", "lstm", "gru"], format_func=str.upper, key="stacked_kind",
+                                  default="lstm", required=True)
+layers = col_layers.slider("Layers", 1, MAX_LAYERS, 2, key="stacked_layers")
+order = col_order.radio("Computation order", ORDERS, key="stacked_order")
+size_cols = st.columns(MAX_LAYERS + 1)
+size_cols[0].markdown(f"**Hidden sizes** $d_\\ell$ (input width $E = {EMBED_DIM}$)")
+sizes = tuple(
+    size_cols[i + 1].number_input(f"$d_{i + 1}$", 1, MAX_WIDTH, 3, key=f"stacked_d{i + 1}") for i in range(layers)
+)
+
+try:
+    config = StackConfig(kind=kind, sizes=sizes, words=parse_words(words_text), embed_dim=EMBED_DIM, seed=seed())
+except ValueError as err:
+    st.error(str(err))
+    st.stop()
+run = stack_run(config)
+cells = computation_order(config.layers, len(config.words), order)
+done = step_controls("stacked_step", 1, len(cells), caption=f"cell **{{step}}** of {len(cells)}")
+layer, t = cells[done - 1]
+plot(grid_figure(run, cells, done))
+
+st.markdown(cell_sentence(run, layer, t))
+
+st.subheader("Parameters grow linearly with depth")
+left, right = st.columns(2, gap="large")
+with left:
+    per_layer = layer_parameters(kind, EMBED_DIM, sizes)
+    st.table([
+        {"layer": f"{row.layer}", "W_x (weight_ih)": f"{row.w_x[0]} × {row.w_x[1]}",
+         "W_h (weight_hh)": f"{row.w_h[0]} × {row.w_h[1]}", "biases": row.biases, "parameters": row.count}
+        for row in per_layer
+    ])
+    st.metric("This model: sum(p.numel())", f"{run.parameters:,}",
+              help="Counted on the real torch module(s) that produced the grid above.")
+with right:
+    rows = stack_depth_table(kind, EMBED_DIM, sizes[0])
+    plot(parameters_figure(rows, kind, sizes[0], EMBED_DIM))
+    step_size = rows[1].formula - rows[0].formula
+    st.caption(f"Each extra layer of width {sizes[0]} adds the same {step_size:,} parameters: "
+               f"$G\\,d\\,(2d + 2)$ with $G$ = {GATE_BLOCKS[kind]} gate blocks.")
