@@ -46,7 +46,11 @@ PAGES: tuple[PageSpec, ...] = (
              ":material/trending_down:"),
     PageSpec("app_pages/lstm_gates.py", "LSTM gates", "lstm-gates", "Gradients and gates", ":material/tune:"),
     # --- Character models ---
+    PageSpec("app_pages/hidden_cell_explorer.py", "Hidden-cell explorer", "hidden-cell-explorer", "Character models",
+             ":material/visibility:"),
     # --- Experiments ---
+    PageSpec("app_pages/memory_experiments.py", "Memory experiments", "memory-experiments", "Experiments",
+             ":material/science:"),
 )
 
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(p.group for p in PAGES))

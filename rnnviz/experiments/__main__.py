@@ -1,0 +1,175 @@
+"""Command-line twin of the Memory experiments page; the same seed gives the page's numbers.
+
+    python -m rnnviz.experiments delay --model rnn --delay 8 --length 96
+    python -m rnnviz.experiments sweep --seeds 3
+    python -m rnnviz.experiments cost --max-length 8192
+    python -m rnnviz.experiments condition --steps 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+
+from rnnviz.runtime import configure_cpu
+
+
+def _delay_config(args):
+    from rnnviz.experiments.delay import DelaySweepConfig
+
+    return DelaySweepConfig(
+        alphabet=args.alphabet, length=args.length, delays=tuple(args.delays), hidden=args.lstm_hidden,
+        sizing=args.sizing, embed_dim=args.embed, steps=args.steps, batch=args.batch, lr=args.lr,
+        forget_bias=None if args.forget_bias < 0 else args.forget_bias, seeds=getattr(args, "seeds", 1),
+        base_seed=args.seed, eval_every=args.every, eval_batch=args.eval_batch,
+    )
+
+
+def run_delay(args) -> int:
+    """One model, one delay: train-batch loss every N steps, held-out accuracy at the end."""
+    from rnnviz.tasks import train_delayed_copy
+
+    args.delays = [args.delay]
+    config = _delay_config(args).run_config(args.model, args.delay, args.seed)
+    if args.hidden is not None:
+        config = dataclasses.replace(config, hidden=args.hidden)
+    print(f"delayed copy: {args.model.upper()} H={config.hidden}, alphabet {args.alphabet}, L={args.length}, "
+          f"D={args.delay}, {args.steps} steps × {args.batch} sequences, lr {args.lr}, seed {args.seed}")
+    window: list[float] = []
+
+    def on_step(step: int, loss: float) -> None:
+        window.append(loss)
+        if step % args.every == 0 or step == config.steps:
+            print(f"step {step:5d}  train-batch loss {sum(window) / len(window):.4f} (mean of last {len(window)})")
+            window.clear()
+
+    start = time.perf_counter()
+    result = train_delayed_copy(config, on_step)
+    seconds = time.perf_counter() - start
+    print("held-out accuracy by step: " + ", ".join(
+        f"{s}: {a:.4f}" for s, a in zip(result.eval_steps, result.eval_accuracy)))
+    print(f"parameters {result.model.num_parameters()}, {seconds:.1f} s")
+    print(f"final held-out accuracy {result.final_accuracy:.4f} (chance {config.task.chance:.4f})")
+    return 0
+
+
+def run_sweep(args) -> int:
+    """The page's sweep: final held-out accuracy per model and D, mean [min, max] over seeds."""
+    from rnnviz.experiments.delay import run_delay_sweep
+
+    config = _delay_config(args)
+    print(f"sweep: D ∈ {list(config.delays)}, {config.seeds} seeds, H = "
+          + ", ".join(f"{k.upper()} {config.hidden_for(k)}" for k in config.kinds))
+    sweep = run_delay_sweep(config, lambda done, total, run: print(
+        f"  [{done}/{total}] {run.kind.upper()} D={run.delay} seed {run.seed}: {run.final_accuracy:.4f} "
+        f"({run.seconds:.1f} s)", flush=True))
+    for kind in config.kinds:
+        band = sweep.final(kind)
+        print(f"{kind.upper():5s} " + "  ".join(
+            f"D={d}: {m:.3f} [{lo:.3f}, {hi:.3f}]" for d, m, lo, hi in zip(band.x, band.mean, band.low, band.high)))
+    print(f"wall time {sweep.seconds:.1f} s, CPU time {sweep.cpu_seconds:.1f} s (sums over the runs)")
+    return 0
+
+
+def run_cost(args) -> int:
+    """Forward time and peak memory per T, with the fitted log-log slopes."""
+    from rnnviz.experiments.cost import CostConfig, run_cost_sweep
+
+    config = CostConfig(width=args.width, min_length=args.min_length, max_length=args.max_length,
+                        repeats=args.repeats, time_cap_s=args.time_cap, memory_cap_bytes=int(args.memory_cap * 2**30))
+    print(f"{'T':>6} {'LSTM ms':>9} {'attn ms':>9} {'LSTM peak MiB':>14} {'attn peak MiB':>14}")
+    sweep = run_cost_sweep(config, lambda i, n, p: print(
+        f"{p.length:6d} {p.lstm_seconds * 1e3:9.2f} {p.attention_seconds * 1e3:9.2f} "
+        f"{p.lstm_peak_bytes / 2**20:14.2f} {p.attention_peak_bytes / 2**20:14.2f}", flush=True))
+    if sweep.stopped:
+        print(sweep.stopped)
+    for name in ("lstm_seconds", "attention_seconds", "lstm_peak_bytes", "attention_peak_bytes"):
+        slope = sweep.slope(name)
+        print(f"slope of {name}: " + ("n/a" if slope is None else f"{slope:.2f}"))
+    print(f"{sweep.threads} torch thread(s), {sweep.seconds:.1f} s")
+    return 0
+
+
+def run_condition(args) -> int:
+    """Both conditioning variants: val loss with the right and a wrong v, and the per-position gap."""
+    from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, ConditioningConfig, run_conditioning
+
+    config = ConditioningConfig(styles=tuple(args.styles), kind=args.model, hidden=args.hidden, steps=args.steps,
+                                seed=args.seed)
+    result = run_conditioning(config, lambda done, total: (done % 50 == 0) and print(
+        f"  step {done}/{total}", flush=True))
+    for name, variant in result.variants.items():
+        print(f"{VARIANTS[name]} ({variant.parameters} parameters, {variant.seconds:.1f} s)")
+        for s, style in enumerate(config.styles):
+            gap = variant.position_gap
+            print(f"  {STYLE_LABELS[style]:13s} val loss right v {variant.right_loss[s]:.3f}, wrong v "
+                  f"{variant.wrong_loss[s]:.3f}; samples classified as this style {variant.classified[s]:.0%}")
+        print("  loss gap (wrong − right v) at positions 0, 5, 10, 20, 40: "
+              + ", ".join(f"{gap[t]:.3f}" for t in (0, 5, 10, 20, 40) if t < len(gap)))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m rnnviz.experiments", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def delay_options(p):
+        p.add_argument("--alphabet", type=int, default=8)
+        p.add_argument("--length", type=int, default=96, help="L, steps per sequence")
+        p.add_argument("--lstm-hidden", type=int, default=32, help="the LSTM's H; the RNN's follows --sizing")
+        p.add_argument("--sizing", choices=["params", "hidden"], default="params")
+        p.add_argument("--embed", type=int, default=16)
+        p.add_argument("--steps", type=int, default=200)
+        p.add_argument("--batch", type=int, default=16)
+        p.add_argument("--lr", type=float, default=1e-2)
+        p.add_argument("--forget-bias", type=float, default=2.0, help="the LSTM's b_f at init; negative for torch's")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--every", type=int, default=25, help="steps between reports and evaluations")
+        p.add_argument("--eval-batch", type=int, default=256, help="sequences in the fixed held-out set")
+
+    one = commands.add_parser("delay", help="train one model on delayed copy")
+    one.add_argument("--model", choices=["rnn", "lstm", "gru"], default="rnn")
+    one.add_argument("--delay", type=int, default=8, help="D, 0 < D < L")
+    one.add_argument("--hidden", type=int, default=None, help="override H")
+    delay_options(one)
+    one.set_defaults(run=run_delay)
+
+    sweep = commands.add_parser("sweep", help="RNN against LSTM over several D and seeds")
+    sweep.add_argument("--delays", type=int, nargs="+", default=[2, 8, 16, 32, 64])
+    sweep.add_argument("--seeds", type=int, default=3)
+    delay_options(sweep)
+    sweep.set_defaults(run=run_sweep)
+
+    cost = commands.add_parser("cost", help="LSTM against self-attention: time and memory against T")
+    cost.add_argument("--width", type=int, default=128)
+    cost.add_argument("--min-length", type=int, default=64)
+    cost.add_argument("--max-length", type=int, default=8192)
+    cost.add_argument("--repeats", type=int, default=3)
+    cost.add_argument("--time-cap", type=float, default=30.0, help="seconds")
+    cost.add_argument("--memory-cap", type=float, default=2.0, help="GiB")
+    cost.set_defaults(run=run_cost)
+
+    cond = commands.add_parser("condition", help="a style vector at every step against only in h_0")
+    cond.add_argument("--styles", nargs="+", default=["python-stdlib", "english-docs"])
+    cond.add_argument("--model", choices=["rnn", "lstm", "gru"], default="lstm")
+    cond.add_argument("--hidden", type=int, default=128)
+    cond.add_argument("--steps", type=int, default=400)
+    cond.add_argument("--seed", type=int, default=0)
+    cond.set_defaults(run=run_condition)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    configure_cpu()
+    try:
+        return args.run(args)
+    except ValueError as err:  # bad settings, said in plain words
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

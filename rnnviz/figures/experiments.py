@@ -1,0 +1,165 @@
+"""Figures of the Memory experiments page: delayed-copy curves and sweep, conditioning gaps and lengths,
+and the cost of recurrence against attention."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, ConditioningResult
+from rnnviz.experiments.cost import CostSweep, fit_loglog
+from rnnviz.experiments.delay import Band, DelaySweep
+from rnnviz.figures import PALETTE, house_style
+
+MODEL_COLOURS = {"rnn": PALETTE["highlight"], "lstm": PALETTE["output"], "gru": PALETTE["hidden"],
+                 "attention": PALETTE["weight"]}
+MODEL_NAMES = {"rnn": "vanilla RNN", "lstm": "LSTM", "gru": "GRU", "attention": "self-attention"}
+VARIANT_COLOURS = {"every": PALETTE["hidden"], "h0": PALETTE["weight"]}
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _band_traces(band: Band, name: str, colour: str, legend: bool, x_values=None) -> list[go.Scatter]:
+    """The mean as a line and the min–max over seeds as a shaded band."""
+    x = list(x_values if x_values is not None else band.x)
+    return [
+        go.Scatter(x=x + x[::-1], y=list(band.high) + list(band.low)[::-1], fill="toself", mode="lines",
+                   line=dict(width=0), fillcolor=_rgba(colour, 0.2), hoverinfo="skip", showlegend=False,
+                   legendgroup=name),
+        go.Scatter(x=x, y=list(band.mean), mode="lines+markers", name=name, legendgroup=name, showlegend=legend,
+                   line=dict(color=colour, width=3), marker=dict(size=7)),
+    ]
+
+
+def delay_curves_figure(sweep: DelaySweep) -> go.Figure:
+    """One panel per delay D: held-out accuracy against training step, mean and min–max over seeds."""
+    config = sweep.config
+    delays = [d for d in config.delays if all(sweep.select(k, d) for k in config.kinds)]
+    fig = make_subplots(rows=1, cols=max(1, len(delays)), shared_yaxes=True, horizontal_spacing=0.02,
+                        subplot_titles=[f"D = {d}" for d in delays])
+    chance = 1.0 / config.alphabet
+    for col, delay in enumerate(delays, start=1):
+        for kind in config.kinds:
+            name = f"{MODEL_NAMES[kind]} (H = {config.hidden_for(kind)})"
+            for trace in _band_traces(sweep.curve(kind, delay), name, MODEL_COLOURS[kind], legend=col == 1):
+                fig.add_trace(trace, row=1, col=col)
+        fig.add_hline(y=chance, line=dict(color=PALETTE["theory"], dash="dot"), row=1, col=col)
+        fig.update_xaxes(title_text="step", row=1, col=col)
+    fig.update_yaxes(title_text="held-out accuracy", range=[0, 1.02], row=1, col=1)
+    fig.update_layout(title=f"Held-out accuracy during training (dotted: chance = 1/{config.alphabet})",
+                      legend=dict(orientation="h", y=-0.25))
+    return house_style(fig, height=380)
+
+
+def delay_sweep_figure(sweep: DelaySweep) -> go.Figure:
+    """Final held-out accuracy against the delay D, mean with min–max over seeds as error bars."""
+    config = sweep.config
+    fig = go.Figure()
+    for kind in config.kinds:
+        band = sweep.final(kind)
+        fig.add_trace(go.Scatter(
+            x=list(band.x), y=list(band.mean), mode="lines+markers", name=f"{MODEL_NAMES[kind]} "
+            f"(H = {config.hidden_for(kind)})", line=dict(color=MODEL_COLOURS[kind], width=3), marker=dict(size=10),
+            error_y=dict(type="data", symmetric=False, array=np.subtract(band.high, band.mean).tolist(),
+                         arrayminus=np.subtract(band.mean, band.low).tolist(), thickness=2, width=6),
+        ))
+    fig.add_hline(y=1.0 / config.alphabet, line=dict(color=PALETTE["theory"], dash="dot"),
+                  annotation_text=f"chance 1/{config.alphabet}", annotation_position="bottom right")
+    fig.update_xaxes(title_text="delay D (log scale)", type="log", tickvals=list(config.delays))
+    fig.update_yaxes(title_text="final held-out accuracy", range=[0, 1.05])
+    fig.update_layout(title=f"After {config.steps} steps: accuracy against D (bars: min–max over {config.seeds} "
+                            f"seed{'s' if config.seeds > 1 else ''})")
+    return house_style(fig, height=420)
+
+
+def position_gap_figure(result: ConditioningResult) -> go.Figure:
+    """Per-position val loss with a wrong v minus with the right v, for both variants."""
+    fig = go.Figure()
+    for name, variant in result.variants.items():
+        fig.add_trace(go.Scatter(y=variant.position_gap, x=list(range(len(variant.position_gap))),
+                                 mode="lines", name=VARIANTS[name], line=dict(color=VARIANT_COLOURS[name], width=3)))
+    fig.add_hline(y=0, line=dict(color=PALETTE["theory"], dash="dot"))
+    fig.update_xaxes(title_text="position t in the line (0 predicts the first character)")
+    fig.update_yaxes(title_text="loss(wrong v) − loss(right v), nats")
+    fig.update_layout(title="How long v matters: the loss gap by position", legend=dict(orientation="h", y=-0.25))
+    return house_style(fig, height=400)
+
+
+def length_histogram_figure(result: ConditioningResult) -> go.Figure:
+    """For each style, the length distribution of real val lines against each variant's generations."""
+    styles = result.config.styles
+    fig = make_subplots(rows=1, cols=len(styles), shared_yaxes=True, horizontal_spacing=0.03,
+                        subplot_titles=[STYLE_LABELS[s] for s in styles])
+    edges = dict(start=0, end=result.config.max_len + 1, size=max(1, result.config.max_len // 16))
+    for col, _ in enumerate(styles, start=1):
+        series = [("data (val lines)", result.data_lengths[col - 1], PALETTE["theory"])]
+        series += [(f"generated, {VARIANTS[n]}", v.sample_lengths[col - 1], VARIANT_COLOURS[n])
+                   for n, v in result.variants.items()]
+        for name, lengths, colour in series:
+            fig.add_trace(go.Histogram(x=lengths, xbins=edges, histnorm="probability", name=name, legendgroup=name,
+                                       showlegend=col == 1, marker_color=colour, opacity=0.55), row=1, col=col)
+        fig.update_xaxes(title_text="characters before <END>", row=1, col=col)
+    fig.update_yaxes(title_text="share of lines", row=1, col=1)
+    fig.update_layout(barmode="overlay", title="Line lengths: data against generations (temperature 1)",
+                      legend=dict(orientation="h", y=-0.3))
+    return house_style(fig, height=400)
+
+
+def _fit_line(sweep: CostSweep, name: str) -> tuple[list[int], list[float]] | None:
+    points = sweep.fit_points()
+    if len(points) < 2:
+        return None
+    lengths = [p.length for p in points]
+    slope, intercept = fit_loglog(lengths, [getattr(p, name) for p in points])
+    return lengths, [math.exp(intercept) * t**slope for t in lengths]
+
+
+def _cost_figure(sweep: CostSweep, columns: dict[str, str], y_title: str, title: str, scale: float) -> go.Figure:
+    fig = go.Figure()
+    lengths = sweep.column("length")
+    for model, column in columns.items():
+        slope = sweep.slope(column)
+        label = MODEL_NAMES[model] + ("" if slope is None else f" (slope {slope:.2f})")
+        fig.add_trace(go.Scatter(x=lengths, y=[v * scale for v in sweep.column(column)], mode="lines+markers",
+                                 name=label, line=dict(color=MODEL_COLOURS[model], width=3), marker=dict(size=9)))
+        fit = _fit_line(sweep, column)
+        if fit is not None:
+            fig.add_trace(go.Scatter(x=fit[0], y=[v * scale for v in fit[1]], mode="lines", showlegend=False,
+                                     line=dict(color=MODEL_COLOURS[model], width=2, dash="dash"), hoverinfo="skip"))
+    fig.update_xaxes(title_text="sequence length T (log)", type="log", tickvals=lengths)
+    fig.update_yaxes(title_text=y_title, type="log")
+    fig.update_layout(title=title, legend=dict(orientation="h", y=-0.25))
+    return house_style(fig, height=420)
+
+
+def cost_time_figure(sweep: CostSweep) -> go.Figure:
+    """Forward time against T on log-log axes, with the fitted lines dashed."""
+    return _cost_figure(sweep, {"lstm": "lstm_seconds", "attention": "attention_seconds"},
+                        "forward time (ms, log)", "Forward time (dashed: fitted line)", 1e3)
+
+
+def cost_memory_figure(sweep: CostSweep) -> go.Figure:
+    """Peak allocated memory of one forward against T on log-log axes."""
+    return _cost_figure(sweep, {"lstm": "lstm_peak_bytes", "attention": "attention_peak_bytes"},
+                        "peak memory (MiB, log)", "Peak memory during one forward", 2.0**-20)
+
+
+def state_memory_figure(sweep: CostSweep) -> go.Figure:
+    """What each model carries to read token T+1: the LSTM's (h, c) against attention's key/value cache."""
+    lengths = sweep.column("length")
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=lengths, y=[b / 1024 for b in sweep.column("lstm_state_bytes")], mode="lines+markers",
+                             name="LSTM state h_T, c_T", line=dict(color=MODEL_COLOURS["lstm"], width=3)))
+    fig.add_trace(go.Scatter(x=lengths, y=[b / 1024 for b in sweep.column("kv_cache_bytes")], mode="lines+markers",
+                             name="attention key/value cache", line=dict(color=MODEL_COLOURS["attention"], width=3)))
+    fig.update_xaxes(title_text="sequence length T (log)", type="log", tickvals=lengths)
+    fig.update_yaxes(title_text="KiB (log)", type="log")
+    fig.update_layout(title="Memory carried forward: fixed state against a cache that grows with T",
+                      legend=dict(orientation="h", y=-0.25))
+    return house_style(fig, height=400)

@@ -1,0 +1,87 @@
+"""The Memory experiments page's runners: results cached by config (shared by every user, via ui.memo),
+computed on demand behind a progress bar."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rnnviz.experiments.conditioning import ConditioningConfig, ConditioningResult, run_conditioning
+from rnnviz.experiments.cost import CostConfig, CostSweep, measure_cost_at, run_cost_sweep
+from rnnviz.experiments.delay import DelaySweep, DelaySweepConfig, run_copy, run_delay_sweep
+from rnnviz.figures.experiments import MODEL_NAMES
+from rnnviz.ui.memo import NotComputed, lookup, remember
+
+DELAY_RUNS = "memory-delay-run"
+COST_POINTS = "memory-cost-point"
+CONDITIONING = "memory-conditioning"
+
+
+def stored_delay_sweep(config: DelaySweepConfig) -> DelaySweep | None:
+    """The sweep when every one of its runs is already stored, else None."""
+    try:
+        return run_delay_sweep(config, run_one=lambda rc: lookup(DELAY_RUNS, rc))
+    except NotComputed:
+        return None
+
+
+def compute_delay_sweep(config: DelaySweepConfig) -> DelaySweep:
+    """Train the runs that are missing, one after the other, behind a progress bar."""
+    plan = config.runs()
+    bar = st.progress(0.0, text=f"Run 1 of {len(plan)}…")
+
+    def report(done: int, total: int, run) -> None:
+        bar.progress(done / total, text=f"Run {done} of {total}: {MODEL_NAMES[run.kind]} D = {run.delay}, seed "
+                                        f"{run.seed}, accuracy {run.final_accuracy:.2f} ({run.seconds:.1f} s)")
+
+    sweep = run_delay_sweep(config, report, run_one=lambda rc: remember(DELAY_RUNS, rc, lambda: run_copy(rc)))
+    bar.empty()
+    return sweep
+
+
+def _cached_point(length: int, width: int, repeats: int, seed: int):
+    key = (length, width, repeats, seed)
+    return remember(COST_POINTS, key, lambda: measure_cost_at(length, width, repeats, seed))
+
+
+def stored_cost_sweep(config: CostConfig) -> CostSweep | None:
+    """The measurement when every size it would measure is stored, else None."""
+    try:
+        return run_cost_sweep(config, measure=lambda *key: lookup(COST_POINTS, key))
+    except NotComputed:
+        return None
+
+
+def compute_cost_sweep(config: CostConfig) -> CostSweep:
+    """Measure each T behind a progress bar, stopping at the caps."""
+    bar = st.progress(0.0, text=f"Measuring T = {config.min_length}…")
+
+    def report(done: int, total: int, point) -> None:
+        bar.progress(done / total, text=f"Measured T = {point.length} ({done} of up to {total} sizes)")
+
+    sweep = run_cost_sweep(config, report, measure=_cached_point)
+    bar.empty()
+    return sweep
+
+
+def stored_conditioning(config: ConditioningConfig) -> ConditioningResult | None:
+    try:
+        return lookup(CONDITIONING, config)
+    except NotComputed:
+        return None
+
+
+def compute_conditioning(config: ConditioningConfig) -> ConditioningResult:
+    """Train and evaluate both variants behind a progress bar (one update per percent)."""
+    bar = st.progress(0.0, text="Reading the texts…")
+    shown = {"percent": -1}
+
+    def report(done: int, total: int) -> None:
+        percent = int(100 * done / total)
+        if percent != shown["percent"]:
+            shown["percent"] = percent
+            variant = "v at every step" if done <= config.steps else "v only in h₀"
+            bar.progress(percent / 100, text=f"Training “{variant}”: step {done} of {total}")
+
+    result = remember(CONDITIONING, config, lambda: run_conditioning(config, report))
+    bar.empty()
+    return result
