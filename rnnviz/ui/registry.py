@@ -46,8 +46,6 @@ PAGES: tuple[PageSpec, ...] = (
              ":material/trending_down:"),
     PageSpec("app_pages/lstm_gates.py", "LSTM gates", "lstm-gates", "Gradients and gates", ":material/tune:"),
     # --- Character models ---
-    PageSpec("app_pages/hidden_cell_explorer.py", "Hidden-cell explorer", "hidden-cell-explorer", "Character models",
-             ":material/visibility:"),
     # --- Experiments ---
     PageSpec("app_pages/memory_experiments.py", "Memory experiments", "memory-experiments", "Experiments",
              ":material/science:"),
