@@ -261,11 +261,15 @@ class Trainer:
 
     # -- training --------------------------------------------------------------------------------------------
 
-    def run(self, steps: int, on_step: Callable[[StepRecord], None] | None = None) -> list[StepRecord]:
-        """Take up to ``steps`` optimizer steps; returns their records. Stops early, with ``halt`` set,
-        when the loss or gradient is not finite or the loss exceeds 3× the first step's loss."""
+    def run(
+        self, steps: int, on_step: Callable[[StepRecord], None] | None = None, max_seconds: float | None = None
+    ) -> list[StepRecord]:
+        """Take up to ``steps`` optimizer steps, or fewer once ``max_seconds`` of wall time have passed;
+        returns their records. Stops early, with ``halt`` set, when the loss or gradient is not finite or
+        the loss exceeds 3× the first step's loss."""
         self.halt = None
         records = []
+        deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         model, optimizer, batcher, config = self.model, self.optimizer, self.batcher, self.config
         params = [p for p in model.parameters()]
         model.train()
@@ -290,10 +294,12 @@ class Trainer:
                     group["lr"] = lr
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                if config.clip is not None:
-                    grad_norm = torch.nn.utils.clip_grad_norm_(params, config.clip).item()
-                else:
-                    grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None]).item()
+                grads = [p.grad for p in params if p.grad is not None]
+                total_norm = torch.nn.utils.get_total_norm(grads)
+                grad_norm = total_norm.item()
+                if config.clip is not None and grad_norm > config.clip:
+                    # g ← g · θ / ‖g‖, as clip_grad_norm_ does; skipped when it would multiply by 1.
+                    torch.nn.utils.clip_grads_with_norm_(params, config.clip, total_norm)
                 if not math.isfinite(grad_norm):
                     optimizer.zero_grad(set_to_none=True)
                     self._halt(
@@ -312,6 +318,8 @@ class Trainer:
                 records.append(record)
                 if on_step is not None:
                     on_step(record)
+                if deadline is not None and time.perf_counter() >= deadline:
+                    break
         return records
 
     def evaluate(self, max_chars: int | None = None) -> EvalRecord:

@@ -189,6 +189,7 @@ def test_records_and_page_facts(corpus):
     assert seen[-1].seconds == pytest.approx(trainer.seconds)
     assert trainer.num_parameters == sum(p.numel() for p in trainer.model.parameters())
     assert trainer.chars_seen == 4 * 4 * 8 and trainer.vocab is corpus.vocab
+    assert len(trainer.run(1000, max_seconds=0.0)) == 1  # a time budget stops after the step in flight
 
 
 def test_config_validation_and_round_trip():
