@@ -104,7 +104,7 @@ def per_step_contributions(config: gradients.TanhRNNConfig) -> None:
     last = min(10, steps)
     m1, m2 = st.columns(2)
     m1.metric(f"share of the last {last} steps", f"{shares.share_of_last(last):.1%}")
-    first = 1 - shares.share_of_last(steps - steps // 2)
+    first = shares.share_of_first(steps // 2)
     m2.metric(f"share of the first {steps // 2} steps", f"{first:.1%}" if first >= 1e-3 else f"{sci(100 * first)} %")
 
 
@@ -193,9 +193,11 @@ with st.container(border=True):
     weight_scale = w_col.slider("input weight scale (W_ih), sections 2, 3", 0.0, 3.0, 1.0, 0.1,
                                 key=f"{PAGE}_input_weight")
 mirror_to_link(LINK)
-if hidden > 64:
-    st.caption(f"With H = {hidden} the Jacobian norms are measured at {gradients.SAMPLED_LAGS} lags, "
-               "not at every one, and take a second or more to compute the first time.")
+lags = gradients.measured_lags(steps, hidden)
+if len(lags) < steps + 1:
+    slow = " They take a second or more the first time at this H." if hidden > 64 else ""
+    st.caption(f"The Jacobian norms are measured exactly at {len(lags)} evenly spaced lags from 0 to {steps}, "
+               f"not at every one, so that the sliders answer quickly.{slow}")
 
 rnn_config = gradients.TanhRNNConfig(hidden, sigma, steps, input_scale, weight_scale, matrix=matrix, seed=seed())
 repeated_multiplication(hidden, sigma, steps, matrix)

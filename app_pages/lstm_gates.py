@@ -162,8 +162,10 @@ def gate_saturation() -> None:
         st.error("Give at least 20 characters that the model knows, so that the fractions mean something.")
     else:
         stats = saturation(model_key, trained, text)
-        st.caption(f"{stats.characters:,} characters; model {SATURATION_MODEL.layers} × {SATURATION_MODEL.hidden}, "
-                   f"final training loss {trained.losses[-1]:.2f} nats/char after {SATURATION_MODEL.steps} steps.")
+        config = trained.model.config
+        trained_for = f", final training loss {trained.losses[-1]:.2f} nats/char after {len(trained.losses)} steps"
+        st.caption(f"{stats.characters:,} characters; model {config.layers} × {config.hidden} LSTM"
+                   f"{trained_for if trained.losses else ''}.")
         plot(figures.saturation_bars_figure(stats), key=f"{PAGE}_saturation_bars")
         plot(figures.saturation_histograms_figure(stats), key=f"{PAGE}_saturation_hist")
         forget = stats.get(stats.layers - 1, "f")

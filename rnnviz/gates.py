@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -334,11 +334,15 @@ class TinyLSTMConfig:
 
 @dataclass
 class CharLSTM:
-    """A character LSTM with its vocabulary: what the gate pages need from any trained model."""
+    """A character LSTM with its vocabulary: what the gate pages need from any trained model.
+
+    Any trained CharModel fits, e.g. ``CharLSTM(source.model, source.vocab.chars)`` for a live-trained or
+    shipped model (rnnviz.corpus.Vocab sorts its characters by code point, as here).
+    """
 
     model: CharModel
     vocabulary: str  # character of each index
-    losses: list[float]  # training loss per step, nats/char
+    losses: list[float] = field(default_factory=list)  # training loss per step, nats/char, when known
 
     def encode(self, text: str) -> tuple[Tensor, int]:
         """Indices (T,) of the characters the model knows, and how many unknown ones were skipped."""

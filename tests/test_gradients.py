@@ -96,8 +96,9 @@ def test_product_norms_are_the_spectral_norms_of_the_products():
     np.testing.assert_allclose(gradients.product_norms(jacobians, lags), exact[lags], rtol=1e-9)
 
 
-def test_large_hidden_sizes_measure_a_sample_of_lags():
-    assert len(gradients.measured_lags(300, 64)) == 301
+def test_long_runs_and_large_hidden_sizes_measure_a_sample_of_lags():
+    assert gradients.measured_lags(150, 64).tolist() == list(range(151))
+    assert gradients.measured_lags(300, 64).tolist() == list(range(0, 301, 2))
     lags = gradients.measured_lags(300, 256)
     assert lags[0] == 0 and lags[-1] == 300 and len(lags) <= gradients.SAMPLED_LAGS
 
@@ -124,6 +125,8 @@ def test_per_step_contributions_sum_to_autograds_gradient():
 def test_the_last_steps_dominate_the_sum():
     shares = gradients.contributions(gradients.TanhRNNConfig(hidden=16, steps=100))
     assert shares.share_of_last(10) > 0.9
+    assert 0 < shares.share_of_first(50) < 1e-6
+    assert shares.share_of_first(60) + shares.share_of_last(40) == pytest.approx(1.0)
     assert shares.norms.shape == (100,)
 
 

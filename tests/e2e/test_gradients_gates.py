@@ -27,6 +27,15 @@ def no_exception(page) -> bool:
     return page.locator("[data-testid='stException']").count() == 0
 
 
+def screenshot_whole_page(page, name: str) -> None:
+    """Streamlit scrolls inside its main block, so grow the viewport to the content before the screenshot."""
+    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    page.set_viewport_size({"width": 1400, "height": min(height + 80, 12_000)})
+    page.wait_for_timeout(1500)  # let plotly redraw at the new size
+    wait_idle(page)
+    screenshot(page, name)
+
+
 def test_gradient_decay_answers_the_sigma_slider(page, base_url):
     open_app_page(page, base_url, "gradient-decay")
     assert no_exception(page)
@@ -35,7 +44,7 @@ def test_gradient_decay_answers_the_sigma_slider(page, base_url):
     page.wait_for_function("() => window.location.search.includes('sigma=0.95')")
     assert metric_value(page, "measured ‖W_hhᴷ v‖ after K = 150") == "4.56·10⁻⁴"  # 0.95¹⁵⁰ ≈ 4.6·10⁻⁴
     assert no_exception(page)
-    screenshot(page, "gradient-decay-sigma-0.95")
+    screenshot_whole_page(page, "gradient-decay-sigma-0.95")
 
 
 def test_lstm_gates_answers_the_forget_slider(page, base_url):
@@ -51,4 +60,4 @@ def test_lstm_gates_answers_the_forget_slider(page, base_url):
     assert metric_value(page, "c_t, the new cell") == "0.000"
     assert page.get_by_text("f = 0 drops the old cell").is_visible()
     assert no_exception(page)
-    screenshot(page, "lstm-gates-cleared")
+    screenshot_whole_page(page, "lstm-gates-cleared")
