@@ -121,7 +121,7 @@ def one_full_step() -> None:
         t = t_col.slider("step t", 1, len(word), min(3, len(word)), key=f"{PAGE}_step")
         detail = step_detail(step_config, t)
         vocabulary = step_config.vocabulary
-        plot(figures.lstm_step_figure(detail, f"one-hot('{word[t - 1]}')"), key=f"{PAGE}_step_figure")
+        plot(figures.lstm_step_figure(detail, word[t - 1]), key=f"{PAGE}_step_figure")
         st.subheader("The stacked W")
         counts = gates.parameter_counts(len(vocabulary), hidden)
         st.markdown(

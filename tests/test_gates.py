@@ -186,3 +186,25 @@ def test_page_restores_the_gates_from_a_link():
     assert at.slider(key="lstm_gates_f").value == 0.25
     assert _metric(at, "c_t, the new cell") == "0.400"  # 0.25·0.8 + 1·0.2
     assert _metric(at, "h_t, what is exposed") == f"{0.5 * math.tanh(0.4):.3f}"
+
+
+# --- Figures ----------------------------------------------------------------------------------------------------
+
+
+def test_step_figure_draws_the_steps_own_numbers_and_escapes_the_character():
+    from rnnviz.figures.gates import lstm_step_figure, stacked_w_figure
+
+    config = gates.StepModelConfig("a<b", hidden=3)
+    model, idx = gates.seeded_step_model(config)
+    detail = gates.lstm_step_detail(model, idx, 2)
+    fig = lstm_step_figure(detail, "<")
+    strips = {trace.name: [row[0] for row in trace.z] for trace in fig.data}
+    assert strips["c_t"] == pytest.approx(detail.c_t.tolist())
+    assert strips["h_t"] == pytest.approx(detail.h_t.tolist())
+    assert strips[gates.GATE_NAMES["f"]] == pytest.approx(detail.gates["f"].tolist())
+    texts = [a.text for a in fig.layout.annotations]
+    assert "x<sub>t</sub> = one-hot('&lt;')" in texts
+    assert "(W is 4H × (H+D) = 12 × 6)" in " ".join(texts)
+    heatmap = stacked_w_figure(detail, list(config.vocabulary)).data[0]
+    assert list(heatmap.x)[3:] == ["x:'&lt;'", "x:'a'", "x:'b'"]
+    assert list(heatmap.y)[:4] == ["i1", "i2", "i3", "f1"]

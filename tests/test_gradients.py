@@ -234,3 +234,33 @@ def test_page_restores_sigma_and_k_from_a_link_and_rejects_bad_values():
     assert not bad.exception
     assert any("not valid" in i.value for i in bad.info)
     assert bad.slider(key="gradient_decay_sigma").value == 1.05
+
+
+# --- Figures ---------------------------------------------------------------------------------------------------
+
+
+def test_figures_draw_measured_solid_and_theory_dashed_on_labelled_log_axes():
+    from rnnviz.figures import gradients as figures
+
+    curves = [gradients.power_curve(gradients.PowerConfig(hidden=8, sigma=s, steps=20)) for s in (0.9, 1.05)]
+    fig = figures.power_figure(curves, 1.05)
+    measured = [t for t in fig.data if "measured" in t.name]
+    theory = [t for t in fig.data if "theory" in t.name]
+    assert len(measured) == len(theory) == 2
+    assert all(t.line.dash is None for t in measured) and all(t.line.dash == "dash" for t in theory)
+    chosen = next(t for t in measured if t.name.startswith("σ₁ = 1.05"))
+    assert list(chosen.y) == pytest.approx(curves[1].measured.tolist())
+    assert fig.layout.yaxis.type == "log" and "log scale" in fig.layout.yaxis.title.text
+
+    config = gradients.ClipConfig(lr=1.0, steps=30)
+    unclipped, clipped = gradients.train_for_clipping(config), gradients.train_for_clipping(config, 1.0)
+    clip = figures.clipping_figure(unclipped, clipped, 1.0, config.steps)
+    marks = [t for t in clip.data if t.mode == "markers+text"]
+    assert [t.text[0] for t in marks] == [f"inf/NaN at step {unclipped.blew_up_at}"]
+    assert clip.layout.yaxis.type == clip.layout.yaxis2.type == "log"
+
+    decay = gradients.decay_curves(gradients.TanhRNNConfig(hidden=8, steps=20))
+    cell = gradients.cell_path(gradients.CellPathConfig(hidden=8, steps=20, forget_bias=2.0))
+    both = figures.decay_figure(decay, 1.05, cell=cell)
+    assert [t.name.split(",")[0] for t in both.data] == ["measured ‖∂h_T/∂h_k‖", "measured ‖∂c_T/∂c_k‖"]
+    assert list(both.data[1].y) == pytest.approx(cell.cell_path.tolist())

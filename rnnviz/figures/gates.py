@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -102,9 +104,15 @@ class _Canvas:
         return go.Figure(data=self.traces, layout=dict(shapes=self.shapes, annotations=self.annotations))
 
 
-def lstm_step_figure(detail: StepDetail, input_label: str) -> go.Figure:
+def _char_label(char: str) -> str:
+    """A user's character as plotly text: quoted, escaped ('\\n' for a newline, '&lt;' for <)."""
+    return html.escape(repr(char), quote=False)
+
+
+def lstm_step_figure(detail: StepDetail, input_char: str) -> go.Figure:
     """The cell diagram: the cell state along the top (× f, + i⊙g), four gate blocks fed by one product
-    W [h_{t−1}; x_t] + b below, h_t leaving on the right; every vector drawn as a strip of its numbers."""
+    W [h_{t−1}; x_t] + b below, h_t leaving on the right; every vector drawn as a strip of its numbers.
+    ``input_char`` is the character whose one-hot vector is x_t."""
     strip = detail.hidden * _CELL_H
     canvas = _Canvas()
     # Cell state along the top: c_{t−1} → × f_t → + i_t ⊙ g_t → c_t.
@@ -148,7 +156,7 @@ def lstm_step_figure(detail: StepDetail, input_label: str) -> go.Figure:
     canvas.strip(detail.h_prev, 0.9, _W_ROW + strip / 2, "h<sub>t−1</sub>", "h_{t−1}", show_scale=True)
     canvas.line([(0.9 + _STRIP_W / 2, _W_ROW), (w_left, _W_ROW)])
     canvas.line([(w_mid, _W_ROW - 1.5), (w_mid, _W_ROW - _BOX_H / 2)])
-    canvas.text(w_mid, _W_ROW - 1.5, f"x<sub>t</sub> = {input_label}", yanchor="top",
+    canvas.text(w_mid, _W_ROW - 1.5, f"x<sub>t</sub> = one-hot({_char_label(input_char)})", yanchor="top",
                 font=dict(color=PALETTE["input"]))
     fig = canvas.figure()
     fig.update_xaxes(visible=False, range=[0.2, 17.8])
@@ -162,7 +170,7 @@ def stacked_w_figure(detail: StepDetail, input_names: list[str]) -> go.Figure:
     """W = [W_hh | W_ih] as a heatmap with its four row blocks labelled in torch's order i, f, g, o."""
     hidden, inputs = detail.hidden, detail.input_size
     row_names = [f"{gate}{k + 1}" for gate in GATES for k in range(hidden)]
-    col_names = [f"h{k + 1}" for k in range(hidden)] + [f"x:{name!r}" for name in input_names]
+    col_names = [f"h{k + 1}" for k in range(hidden)] + [f"x:{_char_label(name)}" for name in input_names]
     edge = dict(color="#222", width=3)
     shapes = [dict(type="line", xref="paper", x0=0, x1=1, y0=b * hidden - 0.5, y1=b * hidden - 0.5, line=edge)
               for b in range(1, 4)]
