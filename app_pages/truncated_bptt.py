@@ -64,7 +64,8 @@ if missing:
                f"(chance {config.task.chance:.2f}); runs already trained with these settings are kept.")
     if st.button(f"Train {len(missing)} run{'s' * (len(missing) > 1)} (K = {', '.join(map(str, missing))})",
                  key="tbptt_run", type="primary", icon=":material/play_arrow:"):
-        runs = run_missing(config, missing)
+        run_missing(config, missing)
+        st.rerun()  # redraw from the cache, without the button
 
 if runs:
     shown = [runs[k] for k in config.chunks if k in runs]

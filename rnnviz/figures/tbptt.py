@@ -37,28 +37,29 @@ def chunk_figure(length: int, chunk: int, delay: int, position: int, reach: np.n
         if start > 1:
             fig.add_shape(type="line", x0=start - 0.5, x1=start - 0.5, y0=-0.55, y1=2.55,
                           line=dict(color=PALETTE["theory"], width=1.5, dash="dot"), row=1, col=1)
-            _arrow(fig, start - 1 + 0.25, 1.08, start - 0.25, 1.08, PALETTE["hidden"], width=2.4)  # state crosses
-            fig.add_shape(type="line", x0=start - 0.25, x1=start - 1 + 0.25, y0=0.78, y1=0.78,
-                          line=dict(color=STOP_COLOUR, width=2, dash="dash"), row=1, col=1)
-            fig.add_annotation(x=start - 0.5, y=0.78, text="✕", showarrow=False, font=dict(color=STOP_COLOUR,
-                               size=FONT_SIZE), row=1, col=1)
+            _arrow(fig, start - 1 + 0.2, 1, start - 0.2, 1, PALETTE["hidden"], width=3)  # the state crosses
+            # The gradient would flow back from s to s − 1, above the states; it stops at the boundary.
+            fig.add_shape(type="line", x0=start + 0.3, x1=start - 1.3, y0=1.45, y1=1.45,
+                          line=dict(color=STOP_COLOUR, width=2.5, dash="dash"), row=1, col=1)
+            fig.add_annotation(x=start - 0.5, y=1.45, text="<b>✕</b>", showarrow=False, row=1, col=1,
+                               font=dict(color=STOP_COLOUR, size=FONT_SIZE + 4), bgcolor="white")
         for u in range(start, end):
-            _arrow(fig, u + 0.25, 1, u + 1 - 0.25, 1, PALETTE["muted"])
+            _arrow(fig, u + 0.2, 1, u + 1 - 0.2, 1, PALETTE["muted"], width=1)
         if chunk < length or i == 0:
             fig.add_annotation(x=(start + end) / 2, y=2.5, text=f"chunk {i + 1}", showarrow=False, row=1, col=1,
                                font=dict(size=FONT_SIZE - 3, color=PALETTE["theory"]))
 
     x_colours = [PALETTE["input"] if u >= current_start and u <= position else PALETTE["muted"] for u in steps]
     fig.add_trace(go.Scatter(x=steps, y=[0] * length, mode="markers", showlegend=False, hoverinfo="skip",
-                             marker=dict(symbol="square", size=16, color=x_colours)), row=1, col=1)
+                             marker=dict(symbol="square", size=13, color=x_colours)), row=1, col=1)
     fig.add_trace(go.Scatter(x=steps, y=[1] * length, mode="markers", showlegend=False, hoverinfo="skip",
-                             marker=dict(symbol="square", size=16, color=PALETTE["hidden"])), row=1, col=1)
+                             marker=dict(symbol="square", size=13, color=PALETTE["hidden"])), row=1, col=1)
     fig.add_trace(go.Scatter(x=[position], y=[2], mode="markers", showlegend=False, hoverinfo="skip",
                              marker=dict(symbol="circle", size=20, color=PALETTE["output"])), row=1, col=1)
-    _arrow(fig, position, 1.2, position, 1.8, PALETTE["output"])
+    _arrow(fig, position, 1.15, position, 1.8, PALETTE["output"])
     if source >= 1:
         fig.add_trace(go.Scatter(x=[source], y=[0], mode="markers", showlegend=False, hoverinfo="skip",
-                                 marker=dict(symbol="square-open", size=26, color=PALETTE["output"],
+                                 marker=dict(symbol="square-open", size=22, color=PALETTE["output"],
                                              line=dict(width=3))), row=1, col=1)
         fig.add_annotation(x=source, y=-0.45, text=f"source x<sub>t−{delay}</sub>", showarrow=False,
                            yanchor="top", font=dict(size=FONT_SIZE - 2, color=PALETTE["output"]), row=1, col=1)
@@ -97,15 +98,15 @@ def sweep_figure(runs: Sequence[ChunkRun], delay: int, chance: float) -> go.Figu
     colours = [PALETTE["hidden"] if k > delay else PALETTE["input"] for k in ks]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=ks, y=acc, mode="lines+markers+text", text=[f"{a:.2f}" for a in acc],
-                             textposition="top center", line=dict(color=PALETTE["measured"], width=2),
+                             textposition="middle right", line=dict(color=PALETTE["measured"], width=2),
                              marker=dict(size=13, color=colours), name="held-out accuracy",
                              hovertemplate="K = %{x}<br>accuracy %{y:.3f}<extra></extra>"))
     fig.add_vline(x=delay, line=dict(color=PALETTE["highlight"], width=2, dash="dash"),
-                  annotation_text=f"D = {delay}", annotation_position="top right")
+                  annotation_text=f"D = {delay}", annotation_position="top left")
     fig.add_hline(y=chance, line=dict(color=PALETTE["theory"], width=1.5, dash="dot"),
                   annotation_text=f"chance {chance:.2f}", annotation_position="bottom right")
     fig.update_xaxes(title="chunk length K", tickmode="array", tickvals=ks)
-    fig.update_yaxes(title="accuracy on held-out sequences", range=[0, 1.08])
+    fig.update_yaxes(title="accuracy on held-out sequences", range=[0, 1.15])
     fig.update_layout(title="Accuracy after training, for each chunk length K", showlegend=False)
     house_style(fig, height=380)
     return fig

@@ -22,8 +22,8 @@ def stored_runs(config: SweepConfig) -> dict[int, ChunkRun]:
             if is_stored(NAMESPACE, config.run_config(k))}
 
 
-def run_missing(config: SweepConfig, chunks: list[int]) -> dict[int, ChunkRun]:
-    """Train the given K values one after the other behind one progress bar; returns every stored run."""
+def run_missing(config: SweepConfig, chunks: list[int]) -> None:
+    """Train the given K values one after the other behind one progress bar, storing each run as it ends."""
     bar = st.progress(0.0, text="Training…")
     total = config.steps * len(chunks)
     shown = {"percent": -1}
@@ -38,4 +38,3 @@ def run_missing(config: SweepConfig, chunks: list[int]) -> dict[int, ChunkRun]:
         run_config = config.run_config(chunk)
         remember(NAMESPACE, run_config, lambda rc=run_config, cb=report: train_chunk(rc, cb))
     bar.empty()
-    return stored_runs(config)

@@ -1,0 +1,44 @@
+"""The four mechanics-of-recurrence pages in a real browser: they load, and stepping updates the DOM."""
+
+import pytest
+
+from tests.e2e.harness import open_app_page, screenshot, wait_idle
+
+PAGES = ["hand-built-rnn", "unrolling-bptt", "truncated-bptt", "stacked-rnns"]
+
+
+def _open(page, base_url, url_path):
+    """Open the page and wait for its charts too: the plotly and KaTeX bundles load lazily after the script run."""
+    open_app_page(page, base_url, url_path)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+
+
+def _metric_values(page) -> list[str]:
+    return [v.strip() for v in page.locator("[data-testid='stMetricValue']").all_inner_texts()]
+
+
+@pytest.mark.parametrize("url_path", PAGES)
+def test_mechanics_page_loads(page, base_url, url_path):
+    _open(page, base_url, url_path)
+    assert page.locator("[data-testid='stException']").count() == 0
+    screenshot(page, f"mechanics-{url_path}")
+
+
+def test_hand_built_step_shows_the_new_state(page, base_url):
+    _open(page, base_url, "hand-built-rnn")
+    assert _metric_values(page)[:2] == ["0", "(0, 0, 1)"]  # t = 0, h_0
+    step = page.get_by_role("button", name="Step", exact=True)
+    for expected_h, expected_y in [("(0, 0, 1)", "0"), ("(1, 0, 1)", "0"), ("(0, 1, 1)", "0"), ("(1, 0, 1)", "0"),
+                                   ("(1, 1, 1)", "1")]:
+        step.click()
+        page.wait_for_function(
+            "h => [...document.querySelectorAll(\"[data-testid='stMetricValue']\")].some(e => e.innerText.trim() === h)"
+            " && document.querySelectorAll(\"[data-testid='stMetricValue']\").length === 4",
+            arg=expected_h, timeout=30_000,
+        )
+        wait_idle(page)
+        x_t, h_prev, h_t, y_t = _metric_values(page)
+        assert (h_t, y_t) == (expected_h, expected_y)
+    assert "t=5" in page.url and "bits=010111011" in page.url  # the step travels in the shareable link
+    assert page.locator("[data-testid='stException']").count() == 0
+    screenshot(page, "mechanics-hand-built-rnn-step-5")
