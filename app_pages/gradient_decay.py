@@ -101,6 +101,11 @@ def per_step_contributions(config: gradients.TanhRNNConfig) -> None:
     log_bars = st.toggle("log scale", value=True, key=f"{PAGE}_log_bars")
     shares = contributions(config)
     plot(figures.contributions_figure(shares, log=log_bars), key=f"{PAGE}_contributions")
+    if shares.is_zero:
+        st.info("Every term is exactly 0 here: with no input (scale 0) every hidden state h_{t−1} stays 0, so "
+                "each step's term δ_t h_{t−1}ᵀ is 0 and there is no gradient to share out. Raise the input "
+                "scale at the top.", icon=":material/info:")
+        return
     last = min(10, steps)
     m1, m2 = st.columns(2)
     m1.metric(f"share of the last {last} steps", f"{shares.share_of_last(last):.1%}")

@@ -288,6 +288,11 @@ class Contributions:
     norms: np.ndarray  # (T,) Frobenius norm of step t's contribution to ∂L_T/∂W_hh
     total_norm: float  # ‖Σ_t contribution_t‖_F
 
+    @property
+    def is_zero(self) -> bool:
+        """True when every term vanishes, e.g. with no input every h_{t−1} = 0 and so is δ_t h_{t−1}ᵀ."""
+        return not self.norms.any()
+
     def share_of_last(self, steps: int) -> float:
         """The last `steps` steps' share of Σ_t ‖contribution_t‖."""
         total = self.norms.sum()

@@ -122,6 +122,11 @@ def test_per_step_contributions_sum_to_autograds_gradient():
     assert per_step[0].abs().max() == 0  # h_0 = 0, so the first step contributes nothing
 
 
+def test_no_input_means_no_gradient_to_share():
+    silent = gradients.contributions(gradients.TanhRNNConfig(hidden=8, steps=20, input_scale=0.0))
+    assert silent.is_zero and silent.total_norm == 0.0
+
+
 def test_the_last_steps_dominate_the_sum():
     shares = gradients.contributions(gradients.TanhRNNConfig(hidden=16, steps=100))
     assert shares.share_of_last(10) > 0.9
