@@ -200,9 +200,11 @@ def conditioning_tab() -> None:
 
     cols = st.columns(len(result.variants) + 1)
     for col, (name, variant) in zip(cols, result.variants.items()):
-        col.metric(f"“{VARIANTS[name]}”", f"{variant.seconds:.1f} s", f"{variant.parameters:,} parameters",
-                   delta_color="off")
+        col.metric(f"Time, {VARIANTS[name]}", f"{variant.seconds:.1f} s",
+                   help=f"{variant.parameters:,} parameters; training and evaluation")
     cols[-1].metric("Measured wall time", f"{result.seconds:.1f} s")
+    st.caption("Parameters: " + ", ".join(f"{VARIANTS[n]} {v.parameters:,}" for n, v in result.variants.items())
+               + f". Both variants: {config.steps} steps of {config.batch // len(config.styles)} lines per style.")
     rows = []
     for name, variant in result.variants.items():
         for s, style in enumerate(config.styles):
@@ -217,17 +219,19 @@ def conditioning_tab() -> None:
     ceiling = ", ".join(f"{STYLE_LABELS[s]} {a:.0%}" for s, a in zip(config.styles, result.classifier_ceiling))
     st.caption(
         "Val loss in nats per character on held-out lines (the last 10% of each text), under the line's own "
-        "style vector and under the others. “Samples in the right style” is the share of 64 generated lines "
-        "(temperature 1) that a character-bigram naive-Bayes classifier, fit on the training lines, assigns to "
-        f"the requested style; on real held-out lines it scores {ceiling}. These are small models trained for "
-        "seconds: compare the two variants with each other, not with a real captioning system."
+        "style vector and under the others. “Samples in the right style” is the share of "
+        f"{config.samples} generated lines (temperature 1) that a character-bigram naive-Bayes classifier, fit "
+        "on the training lines, assigns to the requested style; on real held-out lines it scores "
+        f"{ceiling}. These are small models trained for seconds: compare the two variants with each other, "
+        "not with a real captioning system."
     )
     plot(position_gap_figure(result), key="memory_cond_gap_fig")
     st.caption(
         "Each point averages, over held-out lines, the loss at position t with a wrong v minus with the right v. "
         "With v only in h₀ the text read so far soon says more about the style than v does, so the gap should "
         "fall toward zero; with v at every step a wrong v keeps pulling the prediction away. Late positions "
-        "average fewer lines, so the curve gets noisier to the right."
+        "average fewer lines, so the curve gets noisier to the right; positions with fewer than 32 lines are "
+        "left out."
     )
     st.markdown(f"**Samples** (temperature {config.temperature}, stopped at `<END>` or after {config.max_len} "
                 "characters)")
@@ -269,18 +273,22 @@ def cost_tab() -> None:
         return
 
     fit = sweep.fit_points()
+    if len(fit) < 3 or config.repeats == 1:
+        st.warning(f"The slopes below rest on {len(fit)} sizes timed {config.repeats} time(s) each: rough on a "
+                   "busy machine. The default settings (T up to 8192, 3 timings) give a steadier fit.")
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("LSTM time slope", f"{sweep.slope('lstm_seconds'):.2f}")
     c2.metric("Attention time slope", f"{sweep.slope('attention_seconds'):.2f}")
     c3.metric("Attention memory slope", f"{sweep.slope('attention_peak_bytes'):.2f}")
-    c4.metric("Measured wall time", f"{sweep.seconds:.1f} s", f"{sweep.threads} torch thread(s)", delta_color="off")
+    c4.metric("Measured wall time", f"{sweep.seconds:.1f} s", help=f"{sweep.threads} torch thread(s)")
     col_time, col_memory = st.columns(2)
     with col_time:
         plot(cost_time_figure(sweep), key="memory_cost_time_fig")
     with col_memory:
         plot(cost_memory_figure(sweep), key="memory_cost_memory_fig")
     st.caption(
-        f"Batch 1, width d = {config.width}, float32, forward only (no gradient), median of {config.repeats} "
+        f"Batch 1, width d = {config.width}, float32, {sweep.threads} torch thread(s), forward only (no "
+        f"gradient), median of {config.repeats} "
         f"timing(s) per size with the two layers alternating. Slopes are least-squares fits of log y on log T "
         f"over T = {fit[0].length} … {fit[-1].length} (smaller sizes are dominated by fixed overheads); linear "
         "growth has slope 1 and quadratic growth slope 2. Peak memory is what torch's CPU allocator held "

@@ -41,6 +41,7 @@ from rnnviz.experiments.delay import (
     parameter_count,
     run_delay_sweep,
 )
+from rnnviz.figures.experiments import cost_time_figure, delay_sweep_figure
 from rnnviz.tasks import IGNORE, DelayedCopy, delayed_copy_batch, train_delayed_copy
 from tests.apptest_helpers import ROOT
 
@@ -108,6 +109,9 @@ def test_sweep_is_fair_and_its_bands_are_the_seed_statistics():
     curve = sweep.curve("lstm", 1)
     assert curve.x == (2, 4)
     assert curve.mean[0] == pytest.approx(sum(r.eval_accuracy[0] for r in sweep.select("lstm", 1)) / 3)
+    (trace,) = delay_sweep_figure(sweep).data
+    assert list(trace.y) == list(band.mean) and list(trace.x) == [1, 3]
+    assert list(trace.error_y.array) == pytest.approx([h - m for h, m in zip(band.high, band.mean)])
     # A run of the sweep is the trainer's run with the same config, number for number.
     alone = train_delayed_copy(config.run_config("lstm", 3, 6))
     assert sweep.select("lstm", 3)[1].eval_accuracy == tuple(alone.eval_accuracy)
@@ -256,6 +260,9 @@ def test_sweep_stops_at_the_memory_cap_and_fits_the_slopes():
     assert sweep.slope("attention_seconds") == pytest.approx(2.0)
     assert sweep.slope("attention_peak_bytes") == pytest.approx(2.0)
     assert [p.length for p in sweep.fit_points()] == [512, 1024, 2048]
+    lstm, fit, attention, _ = cost_time_figure(sweep).data
+    assert lstm.name == "LSTM (slope 1.00)" and attention.name == "self-attention (slope 2.00)"
+    assert list(fit.y) == pytest.approx([1e-5 * t * 1e3 for t in (512, 1024, 2048)])  # ms
 
 
 def test_sweep_stops_at_the_time_cap():

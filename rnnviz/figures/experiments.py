@@ -78,12 +78,16 @@ def delay_sweep_figure(sweep: DelaySweep) -> go.Figure:
     return house_style(fig, height=420)
 
 
-def position_gap_figure(result: ConditioningResult) -> go.Figure:
-    """Per-position val loss with a wrong v minus with the right v, for both variants."""
+def position_gap_figure(result: ConditioningResult, min_lines: int = 32) -> go.Figure:
+    """Per-position val loss with a wrong v minus with the right v, for both variants.
+
+    Positions scored in fewer than ``min_lines`` val lines are left out: a handful of long lines is noise.
+    """
     fig = go.Figure()
     for name, variant in result.variants.items():
-        fig.add_trace(go.Scatter(y=variant.position_gap, x=list(range(len(variant.position_gap))),
-                                 mode="lines", name=VARIANTS[name], line=dict(color=VARIANT_COLOURS[name], width=3)))
+        keep = [t for t, n in enumerate(variant.position_count) if n >= min_lines]
+        fig.add_trace(go.Scatter(x=keep, y=[variant.position_gap[t] for t in keep], mode="lines",
+                                 name=VARIANTS[name], line=dict(color=VARIANT_COLOURS[name], width=3)))
     fig.add_hline(y=0, line=dict(color=PALETTE["theory"], dash="dot"))
     fig.update_xaxes(title_text="position t in the line (0 predicts the first character)")
     fig.update_yaxes(title_text="loss(wrong v) − loss(right v), nats")
@@ -96,17 +100,21 @@ def length_histogram_figure(result: ConditioningResult) -> go.Figure:
     styles = result.config.styles
     fig = make_subplots(rows=1, cols=len(styles), shared_yaxes=True, horizontal_spacing=0.03,
                         subplot_titles=[STYLE_LABELS[s] for s in styles])
-    edges = dict(start=0, end=result.config.max_len + 1, size=max(1, result.config.max_len // 16))
-    for col, _ in enumerate(styles, start=1):
-        series = [("data (val lines)", result.data_lengths[col - 1], PALETTE["theory"])]
-        series += [(f"generated, {VARIANTS[n]}", v.sample_lengths[col - 1], VARIANT_COLOURS[n])
+    width = max(1, result.config.max_len // 16)
+    edges = np.arange(0, result.config.max_len + width + 1, width)
+    for col in range(1, len(styles) + 1):
+        series = [("data (val lines)", result.data_lengths[col - 1], PALETTE["theory"], 5)]
+        series += [(f"generated, {VARIANTS[n]}", v.sample_lengths[col - 1], VARIANT_COLOURS[n], 3)
                    for n, v in result.variants.items()]
-        for name, lengths, colour in series:
-            fig.add_trace(go.Histogram(x=lengths, xbins=edges, histnorm="probability", name=name, legendgroup=name,
-                                       showlegend=col == 1, marker_color=colour, opacity=0.55), row=1, col=col)
+        for name, lengths, colour, line_width in series:
+            counts, _ = np.histogram(lengths, bins=edges)
+            share = counts / max(1, len(lengths))
+            fig.add_trace(go.Scatter(x=edges.tolist(), y=[*share.tolist(), share[-1]], mode="lines",
+                                     line=dict(shape="hv", color=colour, width=line_width), name=name,
+                                     legendgroup=name, showlegend=col == 1), row=1, col=col)
         fig.update_xaxes(title_text="characters before <END>", row=1, col=col)
     fig.update_yaxes(title_text="share of lines", row=1, col=1)
-    fig.update_layout(barmode="overlay", title="Line lengths: data against generations (temperature 1)",
+    fig.update_layout(title=f"Line lengths: data against generations (temperature 1, bins of {width})",
                       legend=dict(orientation="h", y=-0.3))
     return house_style(fig, height=400)
 
@@ -133,7 +141,10 @@ def _cost_figure(sweep: CostSweep, columns: dict[str, str], y_title: str, title:
             fig.add_trace(go.Scatter(x=fit[0], y=[v * scale for v in fit[1]], mode="lines", showlegend=False,
                                      line=dict(color=MODEL_COLOURS[model], width=2, dash="dash"), hoverinfo="skip"))
     fig.update_xaxes(title_text="sequence length T (log)", type="log", tickvals=lengths)
-    fig.update_yaxes(title_text=y_title, type="log")
+    values = [v * scale for column in columns.values() for v in sweep.column(column) if v > 0]
+    decades = math.log10(max(values) / min(values)) if values else 0.0
+    # Over a wide range, one label per power of ten; over a narrow one plotly's 2-and-5 labels read better.
+    fig.update_yaxes(title_text=y_title, type="log", dtick=1 if decades >= 2 else None)
     fig.update_layout(title=title, legend=dict(orientation="h", y=-0.25))
     return house_style(fig, height=420)
 
@@ -159,7 +170,7 @@ def state_memory_figure(sweep: CostSweep) -> go.Figure:
     fig.add_trace(go.Scatter(x=lengths, y=[b / 1024 for b in sweep.column("kv_cache_bytes")], mode="lines+markers",
                              name="attention key/value cache", line=dict(color=MODEL_COLOURS["attention"], width=3)))
     fig.update_xaxes(title_text="sequence length T (log)", type="log", tickvals=lengths)
-    fig.update_yaxes(title_text="KiB (log)", type="log")
+    fig.update_yaxes(title_text="KiB (log)", type="log", dtick=1)
     fig.update_layout(title="Memory carried forward: fixed state against a cache that grows with T",
                       legend=dict(orientation="h", y=-0.25))
     return house_style(fig, height=400)
