@@ -1,0 +1,89 @@
+"""Figures of the hidden-cell explorer: units × time heatmap, pattern cells as lines, ablation importance."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from rnnviz.colortext import NEGATIVE, POSITIVE, Scale, visible_char
+from rnnviz.figures import PALETTE, house_style
+
+
+def _colorscale(scale: Scale) -> list[list]:
+    """Plotly's version of the text's blue–white–red scale, so both read alike."""
+    return [[0.0, f"rgb{NEGATIVE}"], [0.5, "rgb(247, 247, 247)"], [1.0, f"rgb{POSITIVE}"]]
+
+
+def _char_labels(text: str) -> list[str]:
+    return [visible_char(c) for c in text]
+
+
+def heatmap_figure(
+    block: np.ndarray,
+    units: Sequence[int],
+    text: str,
+    offset: int,
+    scale: Scale,
+    quantity: str,
+    sorted_by: str,
+) -> go.Figure:
+    """Units (rows, in the given order) × characters (columns) of one quantity over a window of the text.
+
+    ``block`` is (T_window, H) for the whole layer; ``units`` picks and orders its rows.
+    """
+    z = np.asarray(block)[:, list(units)].T  # (K, T_window)
+    positions = np.arange(offset, offset + z.shape[1])
+    chars = np.array(_char_labels(text))
+    custom = np.broadcast_to(chars, z.shape)
+    fig = go.Figure(go.Heatmap(
+        z=np.round(z, 4), x=positions, y=[f"unit {u}" for u in units], customdata=custom,
+        colorscale=_colorscale(scale), zmin=scale.low, zmax=scale.high, zmid=scale.centre,
+        colorbar=dict(title=dict(text=quantity), thickness=14),
+        hovertemplate="%{y} at position %{x} ('%{customdata}'): %{z:.4f}<extra></extra>",
+    ))
+    fig.update_yaxes(autorange="reversed", title_text=f"unit ({sorted_by})", showticklabels=len(units) <= 40)
+    fig.update_xaxes(title_text="position in the text")
+    house_style(fig, height=max(260, min(14 * len(units) + 120, 720)))
+    return fig
+
+
+def pattern_lines_figure(
+    block: np.ndarray, units: Sequence[int], text: str, offset: int, selected: tuple[int, int], threshold: float,
+    max_lines: int = 12,
+) -> go.Figure:
+    """The chosen cells' values over the window as lines, the selected range shaded, θ dashed."""
+    positions = np.arange(offset, offset + len(text))
+    chars = _char_labels(text)
+    fig = go.Figure()
+    for unit in list(units)[:max_lines]:
+        fig.add_trace(go.Scatter(
+            x=positions, y=np.asarray(block)[:, unit], mode="lines", name=f"unit {unit}", customdata=chars,
+            line=dict(width=1.6), hovertemplate=f"unit {unit} at %{{x}} ('%{{customdata}}'): %{{y:.3f}}<extra></extra>",
+        ))
+    fig.add_vrect(x0=selected[0] - 0.5, x1=selected[1] - 0.5, fillcolor=PALETTE["highlight"], opacity=0.18,
+                  line_width=0, annotation_text="selected", annotation_position="top left")
+    fig.add_hline(y=threshold, line=dict(color=PALETTE["theory"], dash="dash", width=1.5),
+                  annotation_text=f"θ = {threshold:g}", annotation_position="bottom right")
+    fig.update_xaxes(title_text="position in the text")
+    fig.update_yaxes(title_text="value")
+    house_style(fig, height=360)
+    return fig
+
+
+def importance_figure(labels: Sequence[str], deltas: Sequence[float], base_loss: float) -> go.Figure:
+    """Horizontal bars: how much the val loss rises when each cell's unit is ablated."""
+    order = np.argsort(deltas)  # largest at the top once plotly draws the y axis upwards
+    labels = [labels[i] for i in order]
+    deltas = [deltas[i] for i in order]
+    colours = [PALETTE["input"] if d > 0 else PALETTE["output"] for d in deltas]
+    fig = go.Figure(go.Bar(
+        x=deltas, y=labels, orientation="h", marker_color=colours, text=[f"{d:+.4f}" for d in deltas],
+        textposition="outside", cliponaxis=False, hovertemplate="%{y}: Δ loss %{x:+.4f} nats/char<extra></extra>",
+    ))
+    fig.add_vline(x=0, line=dict(color="#444", width=1))
+    fig.update_xaxes(title_text=f"Δ val loss, nats/char (no ablation: {base_loss:.4f})")
+    house_style(fig, height=max(300, 34 * len(labels) + 110))
+    fig.update_layout(showlegend=False)
+    return fig
