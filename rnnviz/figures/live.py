@@ -1,0 +1,158 @@
+"""Figures of the live-training page: loss and gradient-norm curves, next-character bars, exposure bias,
+and the "hello" walkthrough's softmax at each position."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from rnnviz.figures import FONT_SIZE, PALETTE, house_style
+from rnnviz.hello import HelloWalkthrough
+from rnnviz.live import downsample
+from rnnviz.sample import ExposureBias
+
+MAX_POINTS = 300  # per curve: a long run stays light to send and draw
+LN2 = math.log(2.0)
+
+
+def _shown_char(c: str) -> str:
+    """A character as a readable label: whitespace gets a name."""
+    return {"\n": "⏎ newline", " ": "␣ space", "\t": "⇥ tab"}.get(c, c)
+
+
+def loss_figure(
+    steps: Sequence[int],
+    train_loss: Sequence[float],
+    eval_steps: Sequence[int],
+    val_loss: Sequence[float],
+    vocab_size: int,
+    bits: bool = False,
+) -> go.Figure:
+    """Train loss (bucket means) and val loss against the step, with the uniform-guess line ln V."""
+    scale = 1 / LN2 if bits else 1.0
+    unit = "bits/char" if bits else "nats/char"
+    uniform = math.log(vocab_size) * scale
+    fig = go.Figure()
+    x, y = downsample(steps, np.asarray(train_loss, dtype=float) * scale, MAX_POINTS)
+    fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="train", line=dict(color=PALETTE["measured"], width=2),
+                             hovertemplate=f"step %{{x}}: %{{y:.3f}} {unit}<extra>train</extra>"))
+    if len(eval_steps):
+        fig.add_trace(go.Scatter(x=list(eval_steps), y=np.asarray(val_loss, dtype=float) * scale,
+                                 mode="lines+markers", name="val", line=dict(color=PALETTE["highlight"], width=2),
+                                 marker=dict(size=7),
+                                 hovertemplate=f"step %{{x}}: %{{y:.3f}} {unit}<extra>val</extra>"))
+    label = f"uniform guess: log₂ V = {uniform:.2f}" if bits else f"uniform guess: ln V = {uniform:.2f}"
+    fig.add_hline(y=uniform, line=dict(color=PALETTE["theory"], dash="dash", width=2),
+                  annotation_text=label, annotation_position="top right",
+                  annotation_font=dict(size=FONT_SIZE - 2, color=PALETTE["theory"]))
+    top = max([uniform, *(y[:1] if len(y) else [])]) * 1.12
+    fig.update_yaxes(title_text=f"loss ({unit})", range=[0, top], rangemode="tozero")
+    fig.update_xaxes(title_text="step", rangemode="tozero")
+    house_style(fig, height=360)
+    fig.update_layout(title=dict(text="Loss", x=0.01), legend=dict(orientation="h", x=0.99, xanchor="right", y=1.12))
+    return fig
+
+
+def grad_norm_figure(steps: Sequence[int], grad_norms: Sequence[float], clip: float | None) -> go.Figure:
+    """‖∇‖₂ before clipping (bucket maxima, so spikes stay visible) on a log scale, with θ drawn."""
+    x, y = downsample(steps, grad_norms, MAX_POINTS, how="max")
+    fig = go.Figure(go.Scatter(x=x, y=y, mode="lines", name="‖∇‖", line=dict(color=PALETTE["weight"], width=2),
+                               hovertemplate="step %{x}: ‖∇‖ = %{y:.3g}<extra></extra>"))
+    if clip is not None:
+        fig.add_hline(y=clip, line=dict(color=PALETTE["input"], dash="dash", width=2),
+                      annotation_text=f"clipping threshold θ = {clip:g}", annotation_position="top right",
+                      annotation_font=dict(size=FONT_SIZE - 2, color=PALETTE["input"]))
+    fig.update_yaxes(title_text="‖∇‖₂ before clipping", type="log")
+    fig.update_xaxes(title_text="step", rangemode="tozero")
+    house_style(fig, height=360)
+    fig.update_layout(title=dict(text="Gradient norm", x=0.01), showlegend=False)
+    return fig
+
+
+def next_char_figure(chars: Sequence[str], probs: Sequence[float], actual: str | None = None) -> go.Figure:
+    """The most likely next characters as bars, the one that really came next highlighted."""
+    labels = [_shown_char(c) for c in chars]
+    colours = [PALETTE["highlight"] if c == actual else PALETTE["output"] for c in chars]
+    fig = go.Figure(go.Bar(x=labels, y=list(probs), marker_color=colours, text=[f"{p:.2f}" for p in probs],
+                           textposition="outside", cliponaxis=False,
+                           hovertemplate="%{x}: p = %{y:.4f}<extra></extra>"))
+    fig.update_yaxes(title_text="p(next character)", range=[0, 1.12])
+    fig.update_xaxes(type="category")
+    house_style(fig, height=320)
+    fig.update_layout(showlegend=False, bargap=0.3)
+    return fig
+
+
+def exposure_bias_figure(result: ExposureBias) -> go.Figure:
+    """Loss per position after the prefix: fed the true text against fed its own output."""
+    n = len(result.target)
+    positions = np.arange(1, n + 1)
+    fig = go.Figure()
+    for values, name, colour in ((result.teacher_forced, "teacher-forced (reads the true text)", PALETTE["output"]),
+                                 (result.free_running, "free-running (reads its own output)", PALETTE["input"])):
+        running = np.cumsum(values) / positions
+        fig.add_trace(go.Scatter(x=positions, y=running, mode="lines", name=name, line=dict(color=colour, width=3),
+                                 hovertemplate="after %{x} characters: mean %{y:.3f} nats/char<extra></extra>"))
+    fig.update_xaxes(title_text="characters after the prefix")
+    fig.update_yaxes(title_text="mean loss so far (nats/char)", rangemode="tozero")
+    house_style(fig, height=340)
+    fig.update_layout(legend=dict(orientation="h", y=1.15, x=0))
+    return fig
+
+
+def hello_softmax_figure(walk: HelloWalkthrough) -> go.Figure:
+    """One panel per position: p_t over {e, h, l, o}, the target's bar highlighted and −ln p written above."""
+    steps = len(walk.inputs)
+    titles = [f"x = '{x}' → target '{y}'<br>−ln p = {loss:.3f}"
+              for x, y, loss in zip(walk.inputs, walk.targets, walk.losses)]
+    fig = make_subplots(rows=1, cols=steps, subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.04)
+    for t in range(steps):
+        colours = [PALETTE["highlight"] if c == walk.targets[t] else PALETTE["muted"] for c in walk.vocab]
+        fig.add_trace(go.Bar(x=list(walk.vocab), y=walk.probs[t], marker_color=colours,
+                             text=[f"{p:.2f}" for p in walk.probs[t]], textposition="outside", cliponaxis=False,
+                             hovertemplate="p(%{x}) = %{y:.4f}<extra></extra>"), row=1, col=t + 1)
+    fig.update_yaxes(range=[0, 1.18])
+    fig.update_yaxes(title_text="p_t = softmax(z_t)", row=1, col=1)
+    house_style(fig, height=330)
+    fig.update_layout(showlegend=False, margin=dict(t=80))
+    fig.update_annotations(font=dict(size=FONT_SIZE - 1))
+    return fig
+
+
+def latex_matrix(values: np.ndarray, highlight_column: int | None = None, digits: int = 2) -> str:
+    """A bmatrix of numbers (a 1-D array is a column), one column drawn in the highlight colour."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[:, None]
+    colour = PALETTE["highlight"]
+    rows = []
+    for row in values:
+        cells = []
+        for j, v in enumerate(row):
+            cell = f"{v:.{digits}f}"
+            cells.append(rf"\color{{{colour}}}{{{cell}}}" if j == highlight_column else cell)
+        rows.append(" & ".join(cells))
+    return r"\begin{bmatrix}" + r" \\ ".join(rows) + r"\end{bmatrix}"
+
+
+def context_html(text: str, position: int, before: int = 80, after: int = 30) -> str:
+    """The text around ``position`` as HTML: that character highlighted, what follows greyed.
+
+    Every piece of text is escaped with html.escape, and the colours are constants, so user text can never
+    become markup."""
+    start = max(0, position - before)
+    shown = _shown_char(text[position]).split(" ")[0] if text[position] in "\n \t" else text[position]
+    return (
+        '<div style="font-family: monospace; font-size: 1.05rem; white-space: pre-wrap; line-height: 1.5; '
+        'border: 1px solid #ddd; border-radius: 6px; padding: 0.5rem 0.75rem;">'
+        f'{"…" if start > 0 else ""}{html.escape(text[start:position])}'
+        f'<span style="background: {PALETTE["highlight"]}; color: white; border-radius: 3px; padding: 0 2px;">'
+        f"{html.escape(shown)}</span>"
+        f'<span style="color: {PALETTE["theory"]};">{html.escape(text[position + 1 : position + 1 + after])}</span>'
+        "</div>"
+    )

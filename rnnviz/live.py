@@ -1,0 +1,369 @@
+"""A live training run for the browser: a Trainer with a step budget, a sample schedule, samples and snapshots.
+
+The page drives it one short chunk at a time (``tick``/``advance``), so that a click is answered between
+chunks. Every ``sample_every`` steps the run scores the val split, val loss = −(1/n) Σ log p(x_{t+1} | x_{≤t})
+in nats/char, and draws a short sample from the same seed, so that the samples differ only because the
+weights did. Every ``snapshot_every`` steps it keeps a light copy of the weights (at most MAX_SNAPSHOTS,
+thinned evenly), which the hidden-cell explorer replays. A trainer halt (non-finite or exploding loss)
+pauses the run and says in plain words which weights were put back.
+
+No streamlit here: the page keeps a LiveRun in session state and calls ``tick`` from a fragment.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from rnnviz.corpus import Corpus
+from rnnviz.sample import generate
+from rnnviz.slots import TrainingSlots
+from rnnviz.train import StepRecord, TrainConfig, Trainer
+
+MAX_SNAPSHOTS = 20  # weight copies kept for the explorer; the initial weights are one of them
+MAX_PARAMETERS = 2_000_000  # per session: larger models train too slowly to watch live on a CPU
+MAX_CORPUS_BYTES = 4_000_000  # per session: uploaded or pasted text (UTF-8 bytes)
+MAX_STEP_BUDGET = 1_000_000
+GATES = {"rnn": 1, "gru": 3, "lstm": 4}  # weight blocks stacked in one recurrent layer (torch's order)
+
+# Time per step ≈ STEP_OVERHEAD + layers·T·TIMESTEP_OVERHEAD + 6·P·B·T / F (forward + backward ≈ 3 matmul
+# passes of 2 flops per weight and character), fitted on the 2-core reference machine.
+STEP_OVERHEAD_S = 2e-3
+TIMESTEP_OVERHEAD_S = 15e-6
+MATMUL_EFFICIENCY = 0.6  # a fused LSTM reaches about two thirds of the dense matmul peak
+
+
+class Status(StrEnum):
+    """Where a live run stands."""
+
+    READY = "ready"  # built, not trained yet
+    RUNNING = "running"  # training, one chunk per rerun
+    WAITING = "waiting"  # wants to train; every training slot of the server is taken
+    PAUSED = "paused"  # stopped by the user
+    HALTED = "halted"  # stopped by itself: the loss or gradient blew up; the last good weights are back
+    FINISHED = "finished"  # the step budget is spent
+
+
+ACTIVE = (Status.RUNNING, Status.WAITING)
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """How a live run is scheduled; the page may change these while the run lives."""
+
+    step_budget: int = 1000  # stop after this many optimizer steps
+    sample_every: int = 100  # steps between a val evaluation and a sample
+    sample_length: int = 200  # characters per scheduled sample
+    temperature: float = 0.8  # of the scheduled samples
+    snapshot_every: int = 25  # steps between weight snapshots at first; doubles each time they are thinned
+    eval_chars: int = 20_000  # val characters scored per evaluation, so that a chunk stays short
+
+    def __post_init__(self):
+        if not 1 <= self.step_budget <= MAX_STEP_BUDGET:
+            raise ValueError(f"the step budget must be between 1 and {MAX_STEP_BUDGET:,}, not {self.step_budget:,}")
+        if self.sample_every < 1 or self.snapshot_every < 1:
+            raise ValueError("samples and snapshots must come every 1 or more steps")
+        if self.sample_length < 1 or self.eval_chars < 1:
+            raise ValueError("sample length and evaluation size must be at least 1")
+        if not self.temperature > 0:
+            raise ValueError(f"the sample temperature must be positive, not {self.temperature}")
+
+
+@dataclass(frozen=True)
+class SampleRecord:
+    """A scheduled sample with the val loss measured just before it."""
+
+    step: int  # optimizer steps taken when it was drawn
+    val_loss: float  # nats/char
+    text: str
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the progress bar and its numbers show."""
+
+    step: int
+    budget: int
+    steps_per_s: float  # recent median, 0 before the first step
+    chars_per_s: float
+    elapsed_s: float  # wall time spent in advance(): training, evaluation and samples
+    eta_s: float | None  # to the end of the budget at the recent speed; None when unknown
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.step / self.budget)
+
+
+def count_parameters(config: TrainConfig, vocab_size: int) -> int:
+    """Parameters of the CharModel ``config`` builds for V = vocab_size, counted without building it.
+
+    A recurrent layer with G weight blocks has G·H·(D + H) weights and 2·G·H biases (b_ih and b_hh);
+    the embedding has V·E, the readout H·V + V.
+    """
+    gates, hidden = GATES[config.kind], config.hidden
+    inputs = config.embed_dim if config.embedding else vocab_size
+    total = config.embed_dim * vocab_size if config.embedding else 0
+    for layer in range(config.layers):
+        width = inputs if layer == 0 else hidden
+        total += gates * hidden * (width + hidden) + 2 * gates * hidden
+    return total + hidden * vocab_size + vocab_size
+
+
+def measure_matmul_flops(size: int = 384, repeats: int = 8) -> float:
+    """Dense fp32 matmul rate of this process on the CPU, in flop/s (best of a few, about 50 ms)."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)  # warm up the kernels and thread pool
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / max(best, 1e-9)
+
+
+def estimate_chars_per_second(config: TrainConfig, vocab_size: int, matmul_flops: float) -> float:
+    """Training throughput B·T / (time per step) from the model's size and the measured matmul rate."""
+    embedding = config.embed_dim * vocab_size if config.embedding else 0
+    dense = count_parameters(config, vocab_size) - embedding  # the embedding is a lookup, not a matmul
+    chars = config.batch * config.seq_len
+    seconds = (
+        STEP_OVERHEAD_S
+        + config.layers * config.seq_len * TIMESTEP_OVERHEAD_S
+        + 6 * dense * chars / (MATMUL_EFFICIENCY * matmul_flops)
+    )
+    return chars / seconds
+
+
+def light_copy(model: torch.nn.Module) -> dict[str, Tensor]:
+    """The weights only (no optimizer state), detached and cloned to the CPU."""
+    return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
+
+
+class LiveRun:
+    """One session's training run: ``trainer``, ``corpus_name``, ``settings``, ``status`` and ``message``,
+    ``samples`` (SampleRecords, oldest first) and ``snapshots`` [(step, state_dict)], oldest first."""
+
+    def __init__(self, trainer: Trainer, corpus_name: str, settings: LiveSettings = LiveSettings()):
+        self.trainer = trainer
+        self.corpus_name = corpus_name
+        self.settings = settings
+        self.status = Status.READY
+        self.message = "Ready: press Start to train, or Step to train one short chunk."
+        self.samples: list[SampleRecord] = []
+        self.snapshot_every = settings.snapshot_every
+        self.snapshots: list[tuple[int, dict[str, Tensor]]] = [(trainer.step, light_copy(trainer.model))]
+        self.elapsed = 0.0  # wall seconds inside advance()
+
+    @classmethod
+    def create(cls, config: TrainConfig, corpus: Corpus, settings: LiveSettings = LiveSettings()) -> LiveRun:
+        return cls(Trainer(config, corpus), corpus.name, settings)
+
+    # -- what the page shows ------------------------------------------------------------------------------------
+
+    @property
+    def step(self) -> int:
+        return self.trainer.step
+
+    @property
+    def is_active(self) -> bool:
+        """True while the run wants training chunks (running, or waiting for a slot)."""
+        return self.status in ACTIVE
+
+    @property
+    def uniform_loss(self) -> float:
+        """ln V: the loss of a model that gives every character the same probability 1/V."""
+        return math.log(self.trainer.vocab.size)
+
+    def progress(self) -> Progress:
+        trainer = self.trainer
+        chars_per_s = trainer.chars_per_second
+        steps_per_s = chars_per_s / trainer.chars_per_step
+        left = max(0, self.settings.step_budget - trainer.step)
+        eta = left / steps_per_s if steps_per_s > 0 else None
+        return Progress(trainer.step, self.settings.step_budget, steps_per_s, chars_per_s, self.elapsed, eta)
+
+    # -- control --------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Ask for training chunks; a finished run must get a larger budget first."""
+        if self.step >= self.settings.step_budget:
+            self._finish()
+            return
+        self.status = Status.RUNNING
+        self.message = f"Training from step {self.step:,}."
+
+    def pause(self) -> None:
+        if self.is_active:
+            self.status = Status.PAUSED
+            self.message = f"Paused at step {self.step:,}. Start continues from here."
+
+    def wait_for_slot(self, position: int | None, capacity: int) -> None:
+        """Every slot is taken: say so, with the place in the queue."""
+        self.status = Status.WAITING
+        place = f"number {position} in the queue" if position else "in the queue"
+        self.message = (
+            f"Waiting for a free training slot: this server trains {capacity} model{'s' if capacity > 1 else ''} "
+            f"at a time and all are busy. You are {place}; training starts by itself when a slot frees."
+        )
+
+    def update_settings(self, settings: LiveSettings) -> None:
+        """New budget or schedule; a finished run with a larger budget can be started again."""
+        self.settings = settings
+        if self.status == Status.FINISHED and self.step < settings.step_budget:
+            self.status = Status.PAUSED
+            self.message = f"The budget is now {settings.step_budget:,} steps. Start continues from step {self.step:,}."
+        elif self.step >= settings.step_budget and self.status != Status.READY:
+            self._finish()
+
+    def retune(self, lr: float, clip: float | None) -> None:
+        """New learning rate and clipping θ for the next steps (a halted run becomes paused)."""
+        self.trainer.retune(lr=lr, clip=clip)
+        if self.status == Status.HALTED:
+            self.status = Status.PAUSED
+        clipping = f"clipping at θ = {clip:g}" if clip is not None else "no clipping"
+        self.message = f"From step {self.step:,} on: learning rate {lr:g}, {clipping}. Start continues."
+
+    # -- training -------------------------------------------------------------------------------------------
+
+    def tick(self, slots: TrainingSlots, owner: Hashable, max_seconds: float) -> list[StepRecord]:
+        """One chunk for a run that wants training: hold a slot (or queue for one), train, and release the
+        slot once the run stops by itself."""
+        if not self.is_active:
+            return []
+        if not slots.acquire(owner):
+            self.wait_for_slot(slots.queue_position(owner), slots.capacity)
+            return []
+        if self.status == Status.WAITING:
+            self.status = Status.RUNNING
+            self.message = f"A training slot is free: training from step {self.step:,}."
+        records = self.advance(max_seconds)
+        if not self.is_active:
+            slots.release(owner)
+        return records
+
+    def step_once(self, slots: TrainingSlots, owner: Hashable, max_seconds: float) -> list[StepRecord]:
+        """One chunk on demand (the Step button) for a run that is not training: it needs a free slot now,
+        takes no place in the queue, and gives the slot back afterwards."""
+        if self.is_active:
+            return []
+        if self.step >= self.settings.step_budget:
+            self._finish()
+            return []
+        if not slots.acquire(owner):
+            slots.release(owner)  # leave the queue: a Step is now or never
+            self.message = (f"All {slots.capacity} training slots of this server are busy, so Step cannot train now. "
+                            "Press Start to queue for a slot.")
+            return []
+        try:
+            records = self.advance(max_seconds)
+        finally:
+            slots.release(owner)
+        if self.status in (Status.READY, Status.PAUSED):
+            self.status = Status.PAUSED
+            steps = f"{len(records)} step{'s' if len(records) != 1 else ''}"
+            self.message = f"One chunk of {steps}; now at step {self.step:,}. Step again, or Start."
+        return records
+
+    def advance(self, max_seconds: float) -> list[StepRecord]:
+        """Train for about ``max_seconds`` (at least one step), with evaluations, samples and snapshots on
+        schedule; a trainer halt becomes the HALTED status, the budget's end the FINISHED one."""
+        start = time.perf_counter()
+        deadline = start + max_seconds
+        records: list[StepRecord] = []
+        try:
+            if not self.samples:
+                self._evaluate_and_sample()  # the untrained model: noise, and a loss near ln V
+            while self.step < self.settings.step_budget:
+                left = deadline - time.perf_counter()
+                if records and left <= 0:
+                    break
+                steps = min(self._steps_to_next_event(), self.settings.step_budget - self.step)
+                new = self.trainer.run(steps, max_seconds=max(left, 0.0))
+                records += new
+                if self.trainer.halt is not None:
+                    self._halted()
+                    break
+                self._on_schedule()
+                if not new:
+                    break
+            if self.step >= self.settings.step_budget and self.status != Status.HALTED:
+                self._finish()
+        finally:
+            self.elapsed += time.perf_counter() - start
+        return records
+
+    def _steps_to_next_event(self) -> int:
+        step = self.step
+        return min(self.settings.sample_every - step % self.settings.sample_every,
+                   self.snapshot_every - step % self.snapshot_every)
+
+    def _on_schedule(self) -> None:
+        step = self.step
+        if step % self.snapshot_every == 0 and self.snapshots[-1][0] != step:
+            self._snapshot()
+        if step % self.settings.sample_every == 0 and self.samples[-1].step != step:
+            self._evaluate_and_sample()
+
+    def _evaluate_and_sample(self) -> None:
+        trainer, settings = self.trainer, self.settings
+        val = trainer.evaluate(max_chars=settings.eval_chars)
+        text = generate(trainer.model, trainer.vocab, "", settings.sample_length, settings.temperature,
+                        seed=trainer.config.seed)
+        self.samples.append(SampleRecord(trainer.step, val.val_loss, text))
+
+    def _snapshot(self) -> None:
+        """Keep the weights of this step; when more than MAX_SNAPSHOTS, drop every other one (the spacing
+        doubles), so that the kept ones stay evenly spread from the first step to the last."""
+        self.snapshots.append((self.step, light_copy(self.trainer.model)))
+        if len(self.snapshots) > MAX_SNAPSHOTS:
+            self.snapshot_every *= 2
+            first = self.snapshots[0][0]  # the initial weights (or a resumed checkpoint's) always stay
+            self.snapshots = [(s, w) for s, w in self.snapshots if s == first or s % self.snapshot_every == 0]
+
+    def _finish(self) -> None:
+        if self.samples and self.samples[-1].step != self.step:
+            self._evaluate_and_sample()
+        self.status = Status.FINISHED
+        self.message = (
+            f"Finished: the budget of {self.settings.step_budget:,} steps is spent. Raise the budget to train on."
+        )
+
+    def _halted(self) -> None:
+        halt = self.trainer.halt
+        self.status = Status.HALTED
+        self.message = (
+            f"Training stopped by itself at step {halt.step:,}: {halt.reason}. The weights from step "
+            f"{halt.restored_step:,}, the last ones known to be good, were put back, so the model is not lost. "
+            "The steps were too large for the loss surface: lower the learning rate or turn gradient clipping "
+            "on, apply that to this run, and press Start to continue."
+        )
+
+
+def with_budget(settings: LiveSettings, step_budget: int) -> LiveSettings:
+    """The same schedule with another step budget."""
+    return replace(settings, step_budget=step_budget)
+
+
+def downsample(
+    x: Sequence[float], y: Sequence[float], max_points: int, how: str = "mean"
+) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``max_points`` points: consecutive buckets of equal size, each drawn at its last x with the
+    mean (or max) of its y, so that a long history stays light to draw and keeps its shape."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) <= max_points:
+        return x, y
+    size = math.ceil(len(x) / max_points)
+    cut = len(x) // size * size
+    reduce = np.max if how == "max" else np.mean
+    xs = x[size - 1 : cut : size]
+    ys = reduce(y[:cut].reshape(-1, size), axis=1)
+    if cut < len(x):  # the last, partial bucket
+        xs, ys = np.append(xs, x[-1]), np.append(ys, reduce(y[cut:]))
+    return xs, ys

@@ -1,0 +1,65 @@
+"""Figures of the live-training page: the reference lines, units, downsampling and escaped text."""
+
+import math
+
+import numpy as np
+import pytest
+
+from rnnviz.figures.live import (
+    MAX_POINTS,
+    context_html,
+    exposure_bias_figure,
+    grad_norm_figure,
+    latex_matrix,
+    loss_figure,
+    next_char_figure,
+)
+from rnnviz.sample import ExposureBias
+
+
+def test_loss_figure_draws_ln_v_and_converts_to_bits():
+    steps = list(range(1, 2001))
+    losses = [4.0 - 2.0 * s / 2000 for s in steps]
+    fig = loss_figure(steps, losses, [1000, 2000], [3.1, 2.2], 65)
+    assert fig.layout.shapes[0].y0 == pytest.approx(math.log(65))
+    train = fig.data[0]
+    assert len(train.x) <= MAX_POINTS + 1 and train.x[-1] == 2000
+    assert list(fig.data[1].y) == [3.1, 2.2]
+    bits = loss_figure(steps, losses, [1000, 2000], [3.1, 2.2], 65, bits=True)
+    assert bits.layout.shapes[0].y0 == pytest.approx(math.log2(65))
+    np.testing.assert_allclose(bits.data[1].y, np.array([3.1, 2.2]) / math.log(2))
+    assert "bits/char" in bits.layout.yaxis.title.text
+
+
+def test_grad_norm_figure_keeps_spikes_and_draws_theta():
+    norms = [1.0] * 1000
+    norms[500] = 80.0
+    fig = grad_norm_figure(list(range(1, 1001)), norms, clip=5.0)
+    assert max(fig.data[0].y) == 80.0, "bucket maxima keep the spike"
+    assert fig.layout.shapes[0].y0 == 5.0 and "θ = 5" in fig.layout.annotations[0].text
+    assert not grad_norm_figure([1, 2], [1.0, 2.0], clip=None).layout.shapes
+
+
+def test_next_char_figure_highlights_the_real_next_character():
+    fig = next_char_figure(["e", "\n", "a"], [0.5, 0.3, 0.2], actual="\n")
+    assert list(fig.data[0].x) == ["e", "⏎ newline", "a"]
+    assert fig.data[0].marker.color[1] != fig.data[0].marker.color[0]
+
+
+def test_exposure_bias_figure_plots_running_means():
+    result = ExposureBias("ab", "cde", "cxx", np.array([1.0, 2.0, 3.0]), np.array([1.0, 4.0, 7.0]))
+    fig = exposure_bias_figure(result)
+    assert list(fig.data[0].y) == [1.0, 1.5, 2.0] and list(fig.data[1].y) == [1.0, 2.5, 4.0]
+
+
+def test_context_html_escapes_user_text():
+    text = "<script>alert(1)</script> & more"
+    html = context_html(text, len(text) - 1)
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; mor" in html
+    assert "&lt;" in context_html("a<b", 1), "the highlighted character is escaped too"
+
+
+def test_latex_matrix_highlights_a_column():
+    tex = latex_matrix(np.array([[1.0, 2.0], [3.0, 4.0]]), highlight_column=1)
+    assert tex == r"\begin{bmatrix}1.00 & \color{#f58518}{2.00} \\ 3.00 & \color{#f58518}{4.00}\end{bmatrix}"
+    assert latex_matrix(np.array([0.0, 1.0]), digits=0) == r"\begin{bmatrix}0 \\ 1\end{bmatrix}"
