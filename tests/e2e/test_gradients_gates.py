@@ -1,17 +1,24 @@
 """Gradient decay and LSTM gates in a real browser: each page loads, and a shown number follows a slider."""
 
+from playwright.sync_api import expect
+
 from tests.e2e.harness import open_app_page, screenshot, wait_idle
 
 # The first visit to the gates page trains the shared small LSTM; on two busy cores that takes a while.
 FIRST_LOAD_MS = 180_000
 
 
-def metric_value(page, label_start: str) -> str:
-    """The value of the st.metric whose label starts with ``label_start``."""
-    metric = page.locator("[data-testid='stMetric']").filter(
+def metric(page, label_start: str):
+    """The value of the st.metric whose label starts with ``label_start``, as a locator."""
+    box = page.locator("[data-testid='stMetric']").filter(
         has=page.locator("[data-testid='stMetricLabel']", has_text=label_start)
     )
-    return metric.locator("[data-testid='stMetricValue']").inner_text().strip()
+    return box.locator("[data-testid='stMetricValue']")
+
+
+def shows(page, label_start: str, value: str) -> None:
+    """Wait (a rerun may still be drawing) until the metric reads ``value``; fail if it never does."""
+    expect(metric(page, label_start)).to_have_text(value, timeout=30_000)
 
 
 def nudge_slider(page, label: str, key: str, presses: int = 1) -> None:
@@ -39,10 +46,10 @@ def screenshot_whole_page(page, name: str) -> None:
 def test_gradient_decay_answers_the_sigma_slider(page, base_url):
     open_app_page(page, base_url, "gradient-decay")
     assert no_exception(page)
-    assert metric_value(page, "measured ‖W_hhᴷ v‖ after K = 150") == "1.51·10³"  # 1.05¹⁵⁰ ≈ 1507
+    shows(page, "measured ‖W_hhᴷ v‖ after K = 150", "1.51·10³")  # 1.05¹⁵⁰ ≈ 1507
     nudge_slider(page, "σ₁, the largest singular value", "ArrowLeft", presses=10)  # 1.05 → 0.95
     page.wait_for_function("() => window.location.search.includes('sigma=0.95')")
-    assert metric_value(page, "measured ‖W_hhᴷ v‖ after K = 150") == "4.56·10⁻⁴"  # 0.95¹⁵⁰ ≈ 4.6·10⁻⁴
+    shows(page, "measured ‖W_hhᴷ v‖ after K = 150", "4.56·10⁻⁴")  # 0.95¹⁵⁰ ≈ 4.6·10⁻⁴
     assert no_exception(page)
     screenshot_whole_page(page, "gradient-decay-sigma-0.95")
 
@@ -50,14 +57,14 @@ def test_gradient_decay_answers_the_sigma_slider(page, base_url):
 def test_lstm_gates_answers_the_forget_slider(page, base_url):
     open_app_page(page, base_url, "lstm-gates", timeout_ms=FIRST_LOAD_MS)
     assert no_exception(page)
-    assert metric_value(page, "c_t, the new cell") == "0.600"  # 0.5·0.8 + 1·0.2
+    shows(page, "c_t, the new cell", "0.600")  # 0.5·0.8 + 1·0.2
     nudge_slider(page, "forget gate f", "ArrowRight", presses=10)  # f 0.50 → 0.60
     page.wait_for_function("() => window.location.search.includes('f=0.60')")
-    assert metric_value(page, "c_t, the new cell") == "0.680"  # 0.6·0.8 + 0.2
-    assert metric_value(page, "h_t, what is exposed") == "0.592"  # tanh(0.68)
+    shows(page, "c_t, the new cell", "0.680")  # 0.6·0.8 + 0.2
+    shows(page, "h_t, what is exposed", "0.592")  # tanh(0.68)
     page.get_by_role("button", name="Clear the cell").click()
     wait_idle(page)
-    assert metric_value(page, "c_t, the new cell") == "0.000"
-    assert page.get_by_text("f = 0 drops the old cell").is_visible()
+    shows(page, "c_t, the new cell", "0.000")
+    expect(page.get_by_text("f = 0 drops the old cell")).to_be_visible()
     assert no_exception(page)
     screenshot_whole_page(page, "lstm-gates-cleared")
