@@ -56,13 +56,13 @@ except ValueError as err:
 config = HandConfig(bits=bits, weights=weights, nonlinearity=nonlinearity)
 run = hand_run(config)
 scores = quiz_scores(config)
-concealed = frozenset(s.t for s in run.steps if quiz and s.t not in scores)
-
 t = step_controls("handbuilt_step", 0, len(bits), caption=f"time step **t = {{step}}** of {len(bits)}")
+# The quiz hides only the step in front of the user; earlier steps are already behind them.
+concealed = frozenset({t}) if quiz and t >= 1 and t not in scores else frozenset()
 mirror_to_link(LINK_PARAMS)
 
 if t == 0:
-    cols = st.columns(4)
+    cols = st.columns([0.6, 2, 2, 1])
     cols[0].metric("$t$", 0)
     cols[1].metric("$h_0$", fmt_vector(config.h0))
     st.info("No bit has been read yet. $h_0 = (0, 0, 1)$: no current bit, no previous bit, and the constant 1. "
@@ -70,11 +70,11 @@ if t == 0:
 else:
     step = run.steps[t - 1]
     hidden = t in concealed
-    cols = st.columns(4)
+    cols = st.columns([0.6, 2, 2, 1])  # two decimals here keep the vectors on one line; the equations show three
     cols[0].metric(f"$x_{{{t}}}$", step.x_t)
-    cols[1].metric(f"$h_{{{t - 1}}}$", fmt_vector(step.h_prev))
-    cols[2].metric(f"$h_{{{t}}}$", "?" if hidden else fmt_vector(step.h_t))
-    cols[3].metric(f"$y_{{{t}}}$", "?" if hidden else fmt(step.y_t))
+    cols[1].metric(f"$h_{{{t - 1}}}$", fmt_vector(step.h_prev, 2))
+    cols[2].metric(f"$h_{{{t}}}$", "?" if hidden else fmt_vector(step.h_t, 2))
+    cols[3].metric(f"$y_{{{t}}}$", "?" if hidden else fmt(step.y_t, 2))
     for col, product in zip(st.columns(2), products_latex(step, weights)):
         with col:
             st.latex(product)

@@ -153,7 +153,8 @@ def test_page_reports_where_edited_weights_fail_and_tanh_decimals():
     at.button(key="handbuilt_step_forward").click().run()
     at.button(key="handbuilt_step_forward").click().run()
     # h_1 = tanh((0, 0, 1)) = (0, 0, 0.762), so a_2 = (1, 0, 0.762) and h_2 = (tanh 1, 0, tanh(tanh 1)).
-    assert _metrics(at)["$h_{2}$"] == "(0.762, 0, 0.642)"
+    assert _metrics(at)["$h_{2}$"] == "(0.76, 0, 0.64)"
+    assert r"\begin{bmatrix}0.762 \\ 0 \\ 0.642\end{bmatrix}" in page_text(at)  # three decimals in the equations
 
 
 def test_quiz_hides_h_t_until_the_guess_is_scored():

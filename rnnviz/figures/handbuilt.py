@@ -14,16 +14,16 @@ HIGHLIGHT_ROW = "#fde3c8"  # a light tint of PALETTE["highlight"], dark text sta
 HIDDEN_TEXT = "?"
 
 
-def fmt(value: float) -> str:
-    """Integers print bare (1, 0, −1); anything else with three decimals. Minus is a real minus sign."""
+def fmt(value: float, digits: int = 3) -> str:
+    """Integers print bare (1, 0, −1); anything else with ``digits`` decimals. Minus is a real minus sign."""
     rounded = round(value)
-    text = str(int(rounded)) if abs(value - rounded) < 1e-9 else f"{value:.3f}"
+    text = str(int(rounded)) if abs(value - rounded) < 1e-9 else f"{value:.{digits}f}"
     return text.replace("-", "−") if text != "-0" else "0"
 
 
-def fmt_vector(values: Iterable[float]) -> str:
+def fmt_vector(values: Iterable[float], digits: int = 3) -> str:
     """(1, 0, 1) as plain text."""
-    return "(" + ", ".join(fmt(v) for v in values) + ")"
+    return "(" + ", ".join(fmt(v, digits) for v in values) + ")"
 
 
 def _latex_number(value: float) -> str:
@@ -101,7 +101,7 @@ def timeline_figure(run: HandRun, current: int, concealed: frozenset[int] = froz
     font_colours = [["#333"] * len(run.steps)] * (len(header) - 1) + [check_colours]
     fig = go.Figure(
         go.Table(
-            columnwidth=[0.5, 0.6, 1.3, 1.6, 0.8, 0.9],
+            columnwidth=[0.45, 0.55, 1.3, 2.2, 0.8, 0.9],
             header=dict(values=[f"<b>{h}</b>" for h in header], fill_color="#f0f2f6", align="center",
                         font=dict(size=FONT_SIZE), height=34),
             cells=dict(values=columns, fill_color=[fills] * len(header), align="center",

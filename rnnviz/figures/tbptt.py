@@ -45,7 +45,7 @@ def chunk_figure(length: int, chunk: int, delay: int, position: int, reach: np.n
                                font=dict(color=STOP_COLOUR, size=FONT_SIZE + 4), bgcolor="white")
         for u in range(start, end):
             _arrow(fig, u + 0.2, 1, u + 1 - 0.2, 1, PALETTE["muted"], width=1)
-        if chunk < length or i == 0:
+        if chunk >= 3:  # narrower chunks have no room for a label
             fig.add_annotation(x=(start + end) / 2, y=2.5, text=f"chunk {i + 1}", showarrow=False, row=1, col=1,
                                font=dict(size=FONT_SIZE - 3, color=PALETTE["theory"]))
 

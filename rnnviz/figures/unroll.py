@@ -39,7 +39,7 @@ def _arrow(fig, x0, y0, x1, y1, col, colour=EDGE_GREY, width=1.6, dash=None):
 
 def _nodes(fig, xs, ys, labels, colour, col, hover=None, symbol="square"):
     fig.add_trace(
-        go.Scatter(x=xs, y=ys, mode="markers+text", text=labels, textfont=dict(color="white", size=FONT_SIZE - 1),
+        go.Scatter(x=xs, y=ys, mode="markers+text", text=labels, textfont=dict(color="white", size=FONT_SIZE - 3),
                    marker=dict(size=NODE_SIZE, color=colour, symbol=symbol, line=dict(color="white", width=1)),
                    hovertext=hover, hoverinfo="text" if hover else "skip", showlegend=False),
         row=1, col=col,
@@ -82,8 +82,8 @@ def unrolled_figure(result: UnrollResult) -> go.Figure:
         # The shared W_hh enters every recurrent edge.
         fig.add_shape(type="line", x0=w_x, y0=w_y - 0.2, x1=mid, y1=1.08,
                       line=dict(color=PALETTE["weight"], width=1, dash="dot"), row=1, col=2)
-        _arrow(fig, t - 1 + 0.27, 1, t - 0.27, 1, 2, colour=colour, width=2 + 2.5 * min(norm, 2.0))
-        fig.add_annotation(x=mid, y=0.8, text=f"{norm:.2f}", showarrow=False, xref="x2", yref="y2",
+        _arrow(fig, t - 1 + 0.27, 1, t - 0.27, 1, 2, colour=colour, width=3)
+        fig.add_annotation(x=mid, y=0.62, text=f"{norm:.2f}", showarrow=False, xref="x2", yref="y2",
                            font=dict(size=FONT_SIZE - 2, color=colour))
 
     # Inputs: every step, only the first (one-to-many), or the previous output fed back.

@@ -41,16 +41,16 @@ def weight_editor() -> HandWeights:
         st.session_state.setdefault(key, float(value))
     col_xh, col_hh, col_hy = st.columns([1, 3, 3])
     with col_xh:
-        st.markdown("**W_xh**")
+        st.markdown("$W_{xh}$")
         for i in range(UNITS):
             st.number_input(f"W_xh[{i + 1}]", key=_xh_key(i), **WEIGHT_INPUT)
     with col_hh:
-        st.markdown("**W_hh**")
+        st.markdown("$W_{hh}$")
         for i in range(UNITS):
             for j, cell in enumerate(st.columns(UNITS)):
                 cell.number_input(f"W_hh[{i + 1},{j + 1}]", key=_hh_key(i, j), **WEIGHT_INPUT)
     with col_hy:
-        st.markdown("**W_hy**")
+        st.markdown("$W_{hy}$")
         for j, cell in enumerate(st.columns(UNITS)):
             cell.number_input(f"W_hy[{j + 1}]", key=_hy_key(j), **WEIGHT_INPUT)
         st.button("Reset to the hand-set weights", key=f"{PREFIX}_reset", icon=":material/restart_alt:",
@@ -90,11 +90,11 @@ def _check_guess(t: int, truth: tuple[float, float, float]) -> None:
 
 def guess_form(t: int, truth: tuple[float, float, float]) -> None:
     """Three number inputs for the predicted h_t and a button that scores them and reveals h_t."""
-    st.markdown(f"**Quiz: predict h_{t}** before it is revealed.")
+    st.markdown(f"**Quiz:** predict $h_{{{t}}}$ before it is revealed.")
     cols = st.columns(UNITS + 1, vertical_alignment="bottom")
     for unit in range(UNITS):
         st.session_state.setdefault(guess_key(unit), 0.0)
-        cols[unit].number_input(f"h_{t}[{unit + 1}]", key=guess_key(unit), step=1.0, format="%g",
+        cols[unit].number_input(f"$h_{{{t},{unit + 1}}}$", key=guess_key(unit), step=1.0, format="%g",
                                 min_value=-100.0, max_value=100.0)
     cols[UNITS].button("Check my guess", key=f"{PREFIX}_check_guess", type="primary", on_click=_check_guess,
                        args=(t, truth))
