@@ -97,3 +97,12 @@ def screenshot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def screenshot_whole_page(page, name: str, width: int = 1400) -> Path:
+    """Streamlit scrolls inside its main block, so grow the viewport to the content, then screenshot."""
+    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    page.set_viewport_size({"width": width, "height": min(height + 80, 12_000)})
+    page.wait_for_timeout(1500)  # let plotly redraw at the new size
+    wait_idle(page)
+    return screenshot(page, name)

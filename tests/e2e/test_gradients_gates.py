@@ -2,7 +2,7 @@
 
 from playwright.sync_api import expect
 
-from tests.e2e.harness import open_app_page, screenshot, wait_idle
+from tests.e2e.harness import open_app_page, screenshot_whole_page, wait_idle
 
 # The first visit to the gates page trains the shared small LSTM; on two busy cores that takes a while.
 FIRST_LOAD_MS = 180_000
@@ -32,15 +32,6 @@ def nudge_slider(page, label: str, key: str, presses: int = 1) -> None:
 
 def no_exception(page) -> bool:
     return page.locator("[data-testid='stException']").count() == 0
-
-
-def screenshot_whole_page(page, name: str) -> None:
-    """Streamlit scrolls inside its main block, so grow the viewport to the content before the screenshot."""
-    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
-    page.set_viewport_size({"width": 1400, "height": min(height + 80, 12_000)})
-    page.wait_for_timeout(1500)  # let plotly redraw at the new size
-    wait_idle(page)
-    screenshot(page, name)
 
 
 def test_gradient_decay_answers_the_sigma_slider(page, base_url):
