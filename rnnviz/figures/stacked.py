@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
+from rnnviz.figures.canvas import Canvas
 from rnnviz.stacked import DepthRow, StackRun
 
 HALF_W, HALF_H = 0.42, 0.40  # half the size of a grid cell, in data units (one unit between cells)
@@ -22,18 +23,8 @@ def _column(values: np.ndarray) -> str:
     return "<br>".join(f"{v:+.2f}".replace("-", "−") for v in values)
 
 
-def _box(fig, x, y, fill, border, width=1.5, dash=None):
-    fig.add_shape(type="rect", x0=x - HALF_W, x1=x + HALF_W, y0=y - HALF_H, y1=y + HALF_H, fillcolor=fill,
-                  line=dict(color=border, width=width, dash=dash), layer="below")
-
-
-def _text(fig, x, y, text, size=FONT_SIZE - 3, colour="#222", xanchor="center"):
-    fig.add_annotation(x=x, y=y, text=text, showarrow=False, font=dict(size=size, color=colour), xanchor=xanchor)
-
-
-def _arrow(fig, x0, y0, x1, y1, colour, width):
-    fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
-                       arrowhead=2, arrowsize=1, arrowwidth=width, arrowcolor=colour)
+def _box(canvas: Canvas, x, y, fill, border, width=1.5, dash=None) -> None:
+    canvas.rect(x - HALF_W, y - HALF_H, x + HALF_W, y + HALF_H, fill, border, width, dash)
 
 
 def _state_text(run: StackRun, layer: int, t: int) -> list[tuple[float, str]]:
@@ -51,46 +42,47 @@ def grid_figure(run: StackRun, order: Sequence[tuple[int, int]], done: int) -> g
     layers, steps = cfg.layers, len(cfg.words)
     computed = set(order[:done])
     current = order[done - 1] if done else None
-    fig = go.Figure()
+    canvas = Canvas()
+    small = FONT_SIZE - 3
 
     for t, word in enumerate(cfg.words):
         x = t + 1
-        _box(fig, x, 0, INPUT_FILL, PALETTE["input"])
-        _text(fig, x, 0.12, f"<b>{html.escape(word)}</b>", size=FONT_SIZE - 1)
-        _text(fig, x, -0.18, "x = (" + ", ".join(f"{v:.2f}" for v in run.x[t]).replace("-", "−") + ")",
-              size=FONT_SIZE - 6, colour="#555")
+        _box(canvas, x, 0, INPUT_FILL, PALETTE["input"])
+        canvas.text(x, 0.12, f"<b>{html.escape(word)}</b>", FONT_SIZE - 1)
+        vector = "x = (" + ", ".join(f"{v:.2f}" for v in run.x[t]).replace("-", "−") + ")"
+        canvas.text(x, -0.18, vector, FONT_SIZE - 6, "#555")
     for layer in range(layers):
         y = layer + 1
-        _box(fig, 0, y, "white", PALETTE["muted"], dash="dot")
-        _text(fig, 0, y, "h<sub>0</sub> = 0" + ("<br>c<sub>0</sub> = 0" if run.c is not None else ""),
-              colour=PALETTE["theory"])
+        _box(canvas, 0, y, "white", PALETTE["muted"], dash="dot")
+        zero = "h<sub>0</sub> = 0" + ("<br>c<sub>0</sub> = 0" if run.c is not None else "")
+        canvas.text(0, y, zero, small, PALETTE["theory"])
         for t in range(steps):
             x = t + 1
             cell = (layer, t)
             if cell == current:
-                _box(fig, x, y, CURRENT_FILL, PALETTE["highlight"], width=3.5)
+                _box(canvas, x, y, CURRENT_FILL, PALETTE["highlight"], width=3.5)
             elif cell in computed:
-                _box(fig, x, y, DONE_FILL, PALETTE["hidden"])
+                _box(canvas, x, y, DONE_FILL, PALETTE["hidden"])
             else:
-                _box(fig, x, y, "white", PALETTE["muted"], dash="dot")
+                _box(canvas, x, y, "white", PALETTE["muted"], dash="dot")
             if cell in computed:
                 for dx, text in _state_text(run, layer, t):
-                    _text(fig, x + dx, y, text)
+                    canvas.text(x + dx, y, text, small)
             # Incoming arrows: from the left (same layer, previous step) and from below (same step).
             highlighted = cell == current
             colour = PALETTE["highlight"] if highlighted else ("#888" if cell in computed else PALETTE["muted"])
             width = 3.5 if highlighted else 1.3
-            _arrow(fig, x - 1 + HALF_W, y, x - HALF_W, y, colour, width)
-            _arrow(fig, x, y - 1 + HALF_H, x, y - HALF_H, colour, width)
+            canvas.arrow(x - 1 + HALF_W, y, x - HALF_W, y, colour, width)
+            canvas.arrow(x, y - 1 + HALF_H, x, y - HALF_H, colour, width)
 
     sizes = ", ".join(f"d<sub>{i + 1}</sub> = {d}" for i, d in enumerate(cfg.sizes))
-    fig.update_xaxes(range=[-0.55, steps + 0.55], tickvals=list(range(steps + 1)),
-                     ticktext=["t = 0"] + [f"t = {t}" for t in range(1, steps + 1)], showgrid=False, zeroline=False,
-                     side="top")
-    fig.update_yaxes(range=[-0.55, layers + 0.55], tickvals=list(range(layers + 1)),
-                     ticktext=["words x<sub>t</sub>"] + [f"layer {n}" for n in range(1, layers + 1)],
-                     showgrid=False, zeroline=False)
     tallest = max(max(cfg.sizes), 2)
+    fig = canvas.figure(
+        xaxis=dict(range=[-0.55, steps + 0.55], tickvals=list(range(steps + 1)), side="top", showgrid=False,
+                   zeroline=False, ticktext=["t = 0"] + [f"t = {t}" for t in range(1, steps + 1)]),
+        yaxis=dict(range=[-0.55, layers + 0.55], tickvals=list(range(layers + 1)), showgrid=False, zeroline=False,
+                   ticktext=["words x<sub>t</sub>"] + [f"layer {n}" for n in range(1, layers + 1)]),
+    )
     house_style(fig, height=int(80 + (layers + 1) * (40 + 17 * tallest)))
     fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), title=dict(
         text=f"{KIND_NAMES[cfg.kind]}, {layers} layer{'s' * (layers > 1)}: {sizes}", font=dict(size=FONT_SIZE),

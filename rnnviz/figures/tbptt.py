@@ -6,24 +6,23 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
+from rnnviz.figures.canvas import Canvas
 from rnnviz.tbptt import ChunkRun, chunk_starts
 
 STOP_COLOUR = PALETTE["highlight"]
 
 
-def _arrow(fig, x0, y0, x1, y1, colour, width=1.4):
-    fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
-                       arrowhead=2, arrowsize=1, arrowwidth=width, arrowcolor=colour, text="")
+TOP = ("x", "y")  # the chunked sequence
+BOTTOM = ("x2", "y2")  # the gradient that reaches each input
 
 
 def chunk_figure(length: int, chunk: int, delay: int, position: int, reach: np.ndarray) -> go.Figure:
     """Top: x_u and h_u for u = 1 … L cut into chunks of K, the loss L_t at ``position`` t (1-based) and its
     source x_{t−D}; solid arrows carry the state across each boundary, dashed ones mark the gradient that
     stops there. Bottom: ‖∂L_t/∂x_u‖ for every u, on a log scale, with the exact zeros marked."""
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.56, 0.44], vertical_spacing=0.05)
+    canvas = Canvas()
     steps = np.arange(1, length + 1)
     starts = [s + 1 for s in chunk_starts(length, chunk)]  # 1-based first step of each chunk
     current_start = max(s for s in starts if s <= position)
@@ -31,59 +30,56 @@ def chunk_figure(length: int, chunk: int, delay: int, position: int, reach: np.n
 
     for i, start in enumerate(starts):
         end = min(start + chunk - 1, length)
-        fill = "#f3f6fa" if i % 2 == 0 else "white"
-        fig.add_shape(type="rect", x0=start - 0.5, x1=end + 0.5, y0=-0.55, y1=2.55, fillcolor=fill,
-                      line=dict(width=0), layer="below", row=1, col=1)
+        canvas.rect(start - 0.5, -0.55, end + 0.5, 2.55, "#f3f6fa" if i % 2 == 0 else "white", axes=TOP)
         if start > 1:
-            fig.add_shape(type="line", x0=start - 0.5, x1=start - 0.5, y0=-0.55, y1=2.55,
-                          line=dict(color=PALETTE["theory"], width=1.5, dash="dot"), row=1, col=1)
-            _arrow(fig, start - 1 + 0.2, 1, start - 0.2, 1, PALETTE["hidden"], width=3)  # the state crosses
+            canvas.line(start - 0.5, -0.55, start - 0.5, 2.55, PALETTE["theory"], 1.5, "dot", TOP)
+            canvas.arrow(start - 1 + 0.2, 1, start - 0.2, 1, PALETTE["hidden"], 3, TOP)  # the state crosses
             # The gradient would flow back from s to s − 1, above the states; it stops at the boundary.
-            fig.add_shape(type="line", x0=start + 0.3, x1=start - 1.3, y0=1.45, y1=1.45,
-                          line=dict(color=STOP_COLOUR, width=2.5, dash="dash"), row=1, col=1)
-            fig.add_annotation(x=start - 0.5, y=1.45, text="<b>✕</b>", showarrow=False, row=1, col=1,
-                               font=dict(color=STOP_COLOUR, size=FONT_SIZE + 4), bgcolor="white")
+            canvas.line(start + 0.3, 1.45, start - 1.3, 1.45, STOP_COLOUR, 2.5, "dash", TOP)
+            canvas.text(start - 0.5, 1.45, "<b>✕</b>", FONT_SIZE + 4, STOP_COLOUR, TOP, bgcolor="white")
         for u in range(start, end):
-            _arrow(fig, u + 0.2, 1, u + 1 - 0.2, 1, PALETTE["muted"], width=1)
+            canvas.arrow(u + 0.2, 1, u + 1 - 0.2, 1, PALETTE["muted"], 1, TOP)
         if chunk >= 3:  # narrower chunks have no room for a label
-            fig.add_annotation(x=(start + end) / 2, y=2.5, text=f"chunk {i + 1}", showarrow=False, row=1, col=1,
-                               font=dict(size=FONT_SIZE - 3, color=PALETTE["theory"]))
+            canvas.text((start + end) / 2, 2.5, f"chunk {i + 1}", FONT_SIZE - 3, PALETTE["theory"], TOP)
 
-    x_colours = [PALETTE["input"] if u >= current_start and u <= position else PALETTE["muted"] for u in steps]
-    fig.add_trace(go.Scatter(x=steps, y=[0] * length, mode="markers", showlegend=False, hoverinfo="skip",
-                             marker=dict(symbol="square", size=13, color=x_colours)), row=1, col=1)
-    fig.add_trace(go.Scatter(x=steps, y=[1] * length, mode="markers", showlegend=False, hoverinfo="skip",
-                             marker=dict(symbol="square", size=13, color=PALETTE["hidden"])), row=1, col=1)
-    fig.add_trace(go.Scatter(x=[position], y=[2], mode="markers", showlegend=False, hoverinfo="skip",
-                             marker=dict(symbol="circle", size=20, color=PALETTE["output"])), row=1, col=1)
-    _arrow(fig, position, 1.15, position, 1.8, PALETTE["output"])
+    x_colours = [PALETTE["input"] if current_start <= u <= position else PALETTE["muted"] for u in steps]
+    square = dict(type="scatter", mode="markers", showlegend=False, hoverinfo="skip")
+    canvas.trace({**square, "x": steps.tolist(), "y": [0] * length,
+                  "marker": dict(symbol="square", size=13, color=x_colours)}, TOP)
+    canvas.trace({**square, "x": steps.tolist(), "y": [1] * length,
+                  "marker": dict(symbol="square", size=13, color=PALETTE["hidden"])}, TOP)
+    canvas.trace({**square, "x": [position], "y": [2],
+                  "marker": dict(symbol="circle", size=20, color=PALETTE["output"])}, TOP)
+    canvas.arrow(position, 1.15, position, 1.8, PALETTE["output"], 1.4, TOP)
     if source >= 1:
-        fig.add_trace(go.Scatter(x=[source], y=[0], mode="markers", showlegend=False, hoverinfo="skip",
-                                 marker=dict(symbol="square-open", size=22, color=PALETTE["output"],
-                                             line=dict(width=3))), row=1, col=1)
-        fig.add_annotation(x=source, y=-0.45, text=f"source x<sub>t−{delay}</sub>", showarrow=False,
-                           yanchor="top", font=dict(size=FONT_SIZE - 2, color=PALETTE["output"]), row=1, col=1)
+        canvas.trace({**square, "x": [source], "y": [0],
+                      "marker": dict(symbol="square-open", size=22, color=PALETTE["output"], line=dict(width=3))}, TOP)
+        canvas.text(source, -0.45, f"source x<sub>t−{delay}</sub>", FONT_SIZE - 2, PALETTE["output"], TOP,
+                    yanchor="top")
     # Legend entries for the two kinds of boundary arrow.
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="state crosses the boundary",
-                             line=dict(color=PALETTE["hidden"], width=3)), row=1, col=1)
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="gradient stops at the boundary",
-                             line=dict(color=STOP_COLOUR, width=3, dash="dash")), row=1, col=1)
+    canvas.trace(dict(type="scatter", x=[None], y=[None], mode="lines", name="state crosses the boundary",
+                      line=dict(color=PALETTE["hidden"], width=3)), TOP)
+    canvas.trace(dict(type="scatter", x=[None], y=[None], mode="lines", name="gradient stops at the boundary",
+                      line=dict(color=STOP_COLOUR, width=3, dash="dash")), TOP)
 
     shown = steps <= position
     nonzero = shown & (reach > 0)
     zero = shown & (reach == 0)
-    fig.add_trace(go.Bar(x=steps[nonzero], y=reach[nonzero], marker_color=PALETTE["input"], name="‖∂L_t/∂x_u‖",
-                         showlegend=False, hovertemplate="u = %{x}<br>‖∂L_t/∂x_u‖ = %{y:.3g}<extra></extra>"),
-                  row=2, col=1)
+    canvas.trace(dict(type="bar", x=steps[nonzero].tolist(), y=reach[nonzero].tolist(), showlegend=False,
+                      marker_color=PALETTE["input"], name="‖∂L_t/∂x_u‖",
+                      hovertemplate="u = %{x}<br>‖∂L_t/∂x_u‖ = %{y:.3g}<extra></extra>"), BOTTOM)
     floor = float(reach[nonzero].min()) / 3 if nonzero.any() else 1e-6
-    fig.add_trace(go.Scatter(x=steps[zero], y=[floor] * int(zero.sum()), mode="text", text=["0"] * int(zero.sum()),
-                             textfont=dict(color=STOP_COLOUR, size=FONT_SIZE - 2), showlegend=False,
-                             hovertemplate="u = %{x}<br>exactly 0<extra></extra>"), row=2, col=1)
-    fig.update_yaxes(range=[-1.1, 2.7], tickvals=[0, 1, 2], showgrid=False, zeroline=False, row=1, col=1,
-                     ticktext=["x<sub>u</sub>", "h<sub>u</sub>", "L<sub>t</sub>"])
-    fig.update_yaxes(type="log", dtick=1, exponentformat="power", title="‖∂L<sub>t</sub>/∂x<sub>u</sub>‖",
-                     row=2, col=1)
-    fig.update_xaxes(title="step u", range=[0.4, length + 0.6], row=2, col=1)
+    canvas.trace(dict(type="scatter", x=steps[zero].tolist(), y=[floor] * int(zero.sum()), mode="text",
+                      text=["0"] * int(zero.sum()), textfont=dict(color=STOP_COLOUR, size=FONT_SIZE - 2),
+                      showlegend=False, hovertemplate="u = %{x}<br>exactly 0<extra></extra>"), BOTTOM)
+    fig = canvas.figure(
+        xaxis=dict(range=[0.4, length + 0.6], showticklabels=False, showgrid=False, zeroline=False, anchor="y"),
+        yaxis=dict(domain=[0.47, 1.0], range=[-1.1, 2.7], tickvals=[0, 1, 2], showgrid=False, zeroline=False,
+                   ticktext=["x<sub>u</sub>", "h<sub>u</sub>", "L<sub>t</sub>"]),
+        xaxis2=dict(matches="x", anchor="y2", title="step u"),
+        yaxis2=dict(domain=[0.0, 0.41], anchor="x2", type="log", dtick=1, exponentformat="power",
+                    title="‖∂L<sub>t</sub>/∂x<sub>u</sub>‖"),
+    )
     house_style(fig, height=540)
     fig.update_layout(legend=dict(orientation="h", y=1.08, x=0.5, xanchor="center"), margin=dict(t=30),
                       bargap=0.25)

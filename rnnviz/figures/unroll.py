@@ -7,9 +7,9 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
-from plotly.subplots import make_subplots
 
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
+from rnnviz.figures.canvas import Canvas
 from rnnviz.unroll import UnrollResult
 
 # Jacobian norms below 1 shrink the gradient (blue), above 1 they grow it (red); 1 is grey.
@@ -26,43 +26,32 @@ def norm_colour(norm: float) -> str:
     return sample_colorscale(NORM_SCALE, [position])[0]
 
 
-def _arrow(fig, x0, y0, x1, y1, col, colour=EDGE_GREY, width=1.6, dash=None):
-    axis = "" if col == 1 else str(col)
-    if dash:
-        fig.add_shape(type="line", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=colour, width=width, dash=dash),
-                      row=1, col=col)
-        return
-    fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref=f"x{axis}", yref=f"y{axis}", axref=f"x{axis}",
-                       ayref=f"y{axis}", showarrow=True, arrowhead=2, arrowsize=1.1, arrowwidth=width,
-                       arrowcolor=colour, text="")
+ROLLED = ("x", "y")  # the left panel's axes
+UNROLLED = ("x2", "y2")  # the right panel's axes
 
 
-def _nodes(fig, xs, ys, labels, colour, col, hover=None, symbol="square"):
-    fig.add_trace(
-        go.Scatter(x=xs, y=ys, mode="markers+text", text=labels, textfont=dict(color="white", size=FONT_SIZE - 3),
-                   marker=dict(size=NODE_SIZE, color=colour, symbol=symbol, line=dict(color="white", width=1)),
-                   hovertext=hover, hoverinfo="text" if hover else "skip", showlegend=False),
-        row=1, col=col,
-    )
+def _nodes(canvas: Canvas, xs, ys, labels, colour, axes, hover=None, symbol="square") -> None:
+    canvas.trace(dict(type="scatter", x=list(xs), y=list(ys), mode="markers+text", text=labels,
+                      textfont=dict(color="white", size=FONT_SIZE - 3), showlegend=False,
+                      marker=dict(size=NODE_SIZE, color=colour, symbol=symbol, line=dict(color="white", width=1)),
+                      hovertext=hover, hoverinfo="text" if hover else "skip"), axes)
 
 
 def _sub(name: str, t: int | str) -> str:
     return f"{name}<sub>{t}</sub>"
 
 
-def _draw_rolled(fig) -> None:
+def _draw_rolled(canvas: Canvas) -> None:
     """The rolled cell: x → h → y, with h's feedback loop through W_hh."""
-    _arrow(fig, 0, 0.25, 0, 0.75, 1)
-    _arrow(fig, 0, 1.25, 0, 1.75, 1)
+    canvas.arrow(0, 0.25, 0, 0.75, EDGE_GREY, 1.6, ROLLED)
+    canvas.arrow(0, 1.25, 0, 1.75, EDGE_GREY, 1.6, ROLLED)
     # The feedback loop leaves h on the right and comes back in from the left, above the node.
-    fig.add_shape(type="path", path="M 0.25,1.05 C 0.9,1.05 0.9,1.55 0.0,1.55 C -0.9,1.55 -0.9,1.05 -0.27,1.05",
-                  line=dict(color=PALETTE["weight"], width=2.2), row=1, col=1)
-    _arrow(fig, -0.45, 1.05, -0.25, 1.05, 1, colour=PALETTE["weight"], width=2.2)
-    fig.add_annotation(x=0.78, y=1.45, text="W<sub>hh</sub>", showarrow=False, font=dict(color=PALETTE["weight"]),
-                       xref="x", yref="y")
-    _nodes(fig, [0], [0], [_sub("x", "t")], PALETTE["input"], 1)
-    _nodes(fig, [0], [1], [_sub("h", "t")], PALETTE["hidden"], 1)
-    _nodes(fig, [0], [2], [_sub("y", "t")], PALETTE["output"], 1)
+    canvas.path("M 0.25,1.05 C 0.9,1.05 0.9,1.55 0.0,1.55 C -0.9,1.55 -0.9,1.05 -0.27,1.05", PALETTE["weight"],
+                2.2, ROLLED)
+    canvas.arrow(-0.45, 1.05, -0.25, 1.05, PALETTE["weight"], 2.2, ROLLED)
+    canvas.text(0.78, 1.45, "W<sub>hh</sub>", FONT_SIZE, PALETTE["weight"], ROLLED)
+    _nodes(canvas, [0, 0, 0], [0, 1, 2], [_sub("x", "t"), _sub("h", "t"), _sub("y", "t")],
+           [PALETTE["input"], PALETTE["hidden"], PALETTE["output"]], ROLLED)
 
 
 def unrolled_figure(result: UnrollResult) -> go.Figure:
@@ -70,9 +59,8 @@ def unrolled_figure(result: UnrollResult) -> go.Figure:
     edge, each edge coloured and labelled by the spectral norm of its Jacobian ∂h_t/∂h_{t−1}."""
     cfg = result.config
     steps = cfg.steps
-    fig = make_subplots(rows=1, cols=2, column_widths=[1.6, steps + 1.2], horizontal_spacing=0.04,
-                        subplot_titles=["rolled", f"unrolled over T = {steps} steps"])
-    _draw_rolled(fig)
+    canvas = Canvas()
+    _draw_rolled(canvas)
 
     w_x, w_y = steps / 2 + 0.5, 3.3
     for t in range(1, steps + 1):
@@ -80,11 +68,9 @@ def unrolled_figure(result: UnrollResult) -> go.Figure:
         colour = norm_colour(norm)
         mid = t - 0.5
         # The shared W_hh enters every recurrent edge.
-        fig.add_shape(type="line", x0=w_x, y0=w_y - 0.2, x1=mid, y1=1.08,
-                      line=dict(color=PALETTE["weight"], width=1, dash="dot"), row=1, col=2)
-        _arrow(fig, t - 1 + 0.27, 1, t - 0.27, 1, 2, colour=colour, width=3)
-        fig.add_annotation(x=mid, y=0.62, text=f"{norm:.2f}", showarrow=False, xref="x2", yref="y2",
-                           font=dict(size=FONT_SIZE - 2, color=colour))
+        canvas.line(w_x, w_y - 0.2, mid, 1.08, PALETTE["weight"], 1, "dot", UNROLLED)
+        canvas.arrow(t - 1 + 0.27, 1, t - 0.27, 1, colour, 3, UNROLLED)
+        canvas.text(mid, 0.62, f"{norm:.2f}", FONT_SIZE - 2, colour, UNROLLED)
 
     # Inputs: every step, only the first (one-to-many), or the previous output fed back.
     input_steps = list(range(1, steps + 1))
@@ -92,53 +78,59 @@ def unrolled_figure(result: UnrollResult) -> go.Figure:
         input_steps = [1]
         for t in range(2, steps + 1):
             if cfg.feeds_back:
-                _arrow(fig, t - 1 + 0.2, 1.8, t - 0.2, 1.2, 2, colour=PALETTE["output"])
+                canvas.arrow(t - 1 + 0.2, 1.8, t - 0.2, 1.2, PALETTE["output"], 1.6, UNROLLED)
             else:
-                _arrow(fig, t, 0.25, t, 0.75, 2, colour=PALETTE["muted"])
+                canvas.arrow(t, 0.25, t, 0.75, PALETTE["muted"], 1.6, UNROLLED)
         if not cfg.feeds_back:
-            _nodes(fig, list(range(2, steps + 1)), [0] * (steps - 1), ["0"] * (steps - 1), PALETTE["muted"], 2)
+            _nodes(canvas, range(2, steps + 1), [0] * (steps - 1), ["0"] * (steps - 1), PALETTE["muted"], UNROLLED)
     for t in input_steps:
-        _arrow(fig, t, 0.25, t, 0.75, 2)
-    _nodes(fig, input_steps, [0] * len(input_steps), [_sub("x", t) for t in input_steps], PALETTE["input"], 2)
+        canvas.arrow(t, 0.25, t, 0.75, EDGE_GREY, 1.6, UNROLLED)
+    _nodes(canvas, input_steps, [0] * len(input_steps), [_sub("x", t) for t in input_steps], PALETTE["input"],
+           UNROLLED)
 
     # Outputs and where the loss attaches.
     if cfg.attach == "many-to-one" and cfg.pool == "mean":
         pool_x = steps + 0.9
         for t in range(1, steps + 1):
-            fig.add_shape(type="line", x0=t + 0.15, y0=1.15, x1=pool_x - 0.2, y1=1.85,
-                          line=dict(color=PALETTE["output"], width=1, dash="dot"), row=1, col=2)
-        _nodes(fig, [pool_x], [2], ["L"], PALETTE["output"], 2,
+            canvas.line(t + 0.15, 1.15, pool_x - 0.2, 1.85, PALETTE["output"], 1, "dot", UNROLLED)
+        _nodes(canvas, [pool_x], [2], ["L"], PALETTE["output"], UNROLLED,
                hover=["L = ½‖W_hy · mean(h_1 … h_T) + b_y − ŷ‖²"], symbol="circle")
     else:
         loss_steps = list(cfg.loss_steps)
         for t in loss_steps:
-            _arrow(fig, t, 1.25, t, 1.75, 2)
-        _nodes(fig, loss_steps, [2] * len(loss_steps), [_sub("L", t) for t in loss_steps], PALETTE["output"], 2,
-               hover=[f"L_{t} = ½‖y_{t} − ŷ_{t}‖²" for t in loss_steps], symbol="circle")
+            canvas.arrow(t, 1.25, t, 1.75, EDGE_GREY, 1.6, UNROLLED)
+        _nodes(canvas, loss_steps, [2] * len(loss_steps), [_sub("L", t) for t in loss_steps], PALETTE["output"],
+               UNROLLED, hover=[f"L_{t} = ½‖y_{t} − ŷ_{t}‖²" for t in loss_steps], symbol="circle")
 
     hover = [f"h_0 = {np.round(result.h[0], 3).tolist()}"] + [
         f"h_{t} = {np.round(result.h[t], 3).tolist()}<br>‖∂L/∂h_{t}‖ = {result.dl_dh_norms[t - 1]:.3g}"
         f"<br>‖∂h_{t}/∂h_{t - 1}‖₂ = {result.jacobian_norms[t - 1]:.3f}"
         for t in range(1, steps + 1)
     ]
-    _nodes(fig, list(range(steps + 1)), [1] * (steps + 1), [_sub("h", t) for t in range(steps + 1)],
-           [PALETTE["muted"]] + [PALETTE["hidden"]] * steps, 2, hover=hover)
-    _nodes(fig, [w_x], [w_y], ["W<sub>hh</sub>"], PALETTE["weight"], 2, symbol="diamond",
+    _nodes(canvas, range(steps + 1), [1] * (steps + 1), [_sub("h", t) for t in range(steps + 1)],
+           [PALETTE["muted"]] + [PALETTE["hidden"]] * steps, UNROLLED, hover=hover)
+    _nodes(canvas, [w_x], [w_y], ["W<sub>hh</sub>"], PALETTE["weight"], UNROLLED, symbol="diamond",
            hover=["one shared W_hh, used at every step"])
 
     # A colour bar for the edge norms, carried by an invisible marker.
     ticks = [0.25, 0.5, 1, 2, 4]
-    fig.add_trace(go.Scatter(
-        x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
+    canvas.trace(dict(
+        type="scatter", x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
         marker=dict(colorscale=NORM_SCALE, cmin=-1, cmax=1, color=[0], showscale=True,
                     colorbar=dict(title=dict(text="‖∂h<sub>t</sub>/∂h<sub>t−1</sub>‖₂", side="right"),
                                   tickvals=[math.log(v) / math.log(NORM_RANGE) for v in ticks],
                                   ticktext=[f"{v:g}" for v in ticks], len=0.8, thickness=14)),
-    ), row=1, col=2)
-
-    fig.update_xaxes(visible=False, range=[-1.0, 1.0], row=1, col=1)
-    fig.update_xaxes(visible=False, range=[-0.6, steps + 1.4], row=1, col=2)
-    fig.update_yaxes(visible=False, range=[-0.5, 3.7])
+    ), UNROLLED)
+    split = 1.6 / (steps + 2.8)  # the rolled panel's share of the width, as make_subplots would give it
+    for x, title in ((split / 2, "rolled"), ((split + 0.04 + 1) / 2, f"unrolled over T = {steps} steps")):
+        canvas.text(x, 1.0, title, FONT_SIZE, "#444", ("paper", "paper"), yanchor="bottom")
+    hidden_axis = dict(visible=False, fixedrange=True)
+    fig = canvas.figure(
+        xaxis=dict(domain=[0, split], range=[-1.0, 1.0], **hidden_axis),
+        yaxis=dict(range=[-0.5, 3.7], **hidden_axis),
+        xaxis2=dict(domain=[split + 0.04, 1], range=[-0.6, steps + 1.4], **hidden_axis),
+        yaxis2=dict(anchor="x2", range=[-0.5, 3.7], **hidden_axis),
+    )
     house_style(fig, height=400)
     fig.update_layout(margin=dict(l=10, r=10, t=40, b=10))
     return fig
