@@ -128,7 +128,9 @@ def delay_tab() -> None:
         return
 
     c1, c2, c3 = st.columns(3)
-    c1.metric("Measured training time", f"{sweep.seconds:.1f} s", help="Sum of the runs' wall times.")
+    c1.metric("Measured training time", f"{sweep.seconds:.1f} s",
+              help=f"Sum of the runs' wall times; their CPU time was {sweep.cpu_seconds:.1f} s. A CPU time far "
+                   "below the wall time means other work was sharing the machine.")
     c2.metric("Runs", len(sweep.runs))
     c3.metric("Chance accuracy", f"{1 / config.alphabet:.3f}")
     plot(delay_sweep_figure(sweep), key="memory_delay_sweep_fig")
@@ -138,7 +140,7 @@ def delay_tab() -> None:
         leader = sweep.ahead(delay)
         text = ", ".join(f"{MODEL_NAMES[k]} {m:.2f}" for k, m in means.items())
         verdicts.append(f"- D = {delay}: {text} — " + (
-            f"**{MODEL_NAMES[leader]} ahead on every seed**" if leader else "the seeds overlap"))
+            f"**{MODEL_NAMES[leader]} ahead on every seed**" if leader else "no clear leader: the seeds overlap"))
     st.markdown("Measured (mean final accuracy over seeds):\n" + "\n".join(verdicts))
     st.caption(
         "Accuracy is measured on a fixed held-out set of fresh sequences (its own seed, never trained on), at "
@@ -255,7 +257,7 @@ def cost_tab() -> None:
     width = c1.select_slider("Width d", [32, 64, 128, 256], 128, key="memory_cost_width")
     max_length = c2.select_slider("Largest T", [2**k for k in range(8, 17)], key="memory_cost_max")
     repeats = c3.select_slider("Timings per size", [1, 3, 5], key="memory_cost_repeats")
-    time_cap = c4.select_slider("Time cap (s)", [10, 20, 30, 60, 120], 30, key="memory_cost_time_cap")
+    time_cap = c4.select_slider("Time cap (s)", [10, 20, 30, 60, 120], 60, key="memory_cost_time_cap")
     memory_cap = c5.select_slider("Memory cap (GiB)", [0.25, 0.5, 1.0, 2.0, 4.0], 2.0, key="memory_cost_memory_cap")
     config = CostConfig(width=width, max_length=max_length, repeats=repeats, time_cap_s=time_cap,
                         memory_cap_bytes=int(memory_cap * 2**30), seed=seed())

@@ -147,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     cost.add_argument("--min-length", type=int, default=64)
     cost.add_argument("--max-length", type=int, default=8192)
     cost.add_argument("--repeats", type=int, default=3)
-    cost.add_argument("--time-cap", type=float, default=30.0, help="seconds")
+    cost.add_argument("--time-cap", type=float, default=60.0, help="seconds")
     cost.add_argument("--memory-cap", type=float, default=2.0, help="GiB")
     cost.set_defaults(run=run_cost)
 

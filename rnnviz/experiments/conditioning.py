@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -93,9 +94,12 @@ class Tokens:
     def size(self) -> int:
         return len(self.chars) + 2
 
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {c: i for i, c in enumerate(self.chars)}
+
     def encode(self, line: str) -> list[int]:
-        index = {c: i for i, c in enumerate(self.chars)}
-        return [index[c] for c in line]
+        return [self._index[c] for c in line]
 
     def decode(self, ids) -> str:
         """Text of character ids; framing tokens are shown by name."""
@@ -394,8 +398,7 @@ def train_variant(
     variant: str,
     on_step: Callable[[int], None] | None = None,
 ) -> tuple[ConditionalCharModel, list[float]]:
-    """Train one variant; the same seed gives both variants the same initial draws where shapes agree and
-    exactly the same batches."""
+    """Train one variant; the batches come from their own generator, so both variants see exactly the same."""
     torch.manual_seed(config.seed)
     model = ConditionalCharModel(
         ConditionalConfig(

@@ -83,7 +83,7 @@ class CostConfig:
     min_length: int = 64  # the first T
     max_length: int = 8192  # the last T asked for; T doubles from min_length
     repeats: int = 3  # timed forward passes per size, after one warm-up; the median is reported
-    time_cap_s: float = 30.0  # stop before a size whose predicted time would pass this total
+    time_cap_s: float = 60.0  # stop before a size whose predicted time would pass this total
     memory_cap_bytes: int = 2 * 1024**3  # stop before a size whose predicted peak would pass this
     seed: int = 0
 
@@ -131,13 +131,10 @@ class CostPoint:
         return 1
 
 
-def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def _seconds(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 @torch.no_grad()
@@ -153,9 +150,9 @@ def measure_cost_at(length: int, width: int, repeats: int, seed: int = 0) -> Cos
     state_bytes, kv_bytes = h.nbytes + c.nbytes, k.nbytes + v.nbytes
     del h, c, k, v
     lstm_times, attention_times = [], []
-    for _ in range(repeats):
-        lstm_times.append(_median_seconds(lambda: lstm(x), 1))
-        attention_times.append(_median_seconds(lambda: attention(x), 1))
+    for _ in range(repeats):  # alternate, so that a burst of other work hits both layers alike
+        lstm_times.append(_seconds(lambda: lstm(x)))
+        attention_times.append(_seconds(lambda: attention(x)))
     return CostPoint(
         length=length,
         lstm_seconds=statistics.median(lstm_times),

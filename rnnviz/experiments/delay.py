@@ -169,10 +169,10 @@ class DelayRun:
         return self.eval_accuracy[-1]
 
 
-def run_copy(config: CopyTrainConfig) -> DelayRun:
-    """Train one model on delayed copy and keep its measurements (not the model)."""
+def run_copy(config: CopyTrainConfig, on_step: Callable[[int, float], None] | None = None) -> DelayRun:
+    """Train one model on delayed copy and keep its measurements (not the model); ``on_step(step, loss)``."""
     start, cpu_start = time.perf_counter(), time.process_time()
-    result = train_delayed_copy(config)
+    result = train_delayed_copy(config, on_step)
     return DelayRun(
         kind=config.kind,
         delay=config.task.delay,
@@ -237,12 +237,6 @@ class DelaySweep:
             if all(lows[kind] > highs[other] for other in self.config.kinds if other != kind):
                 return kind
         return None
-
-    def longest_delay_held(self, kind: str, threshold: float) -> int | None:
-        """The largest D whose mean final accuracy is at least ``threshold``, or None."""
-        band = self.final(kind)
-        held = [d for d, m in zip(band.x, band.mean) if m >= threshold]
-        return max(held) if held else None
 
 
 def _spread(acc: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:

@@ -25,15 +25,28 @@ def stored_delay_sweep(config: DelaySweepConfig) -> DelaySweep | None:
 
 
 def compute_delay_sweep(config: DelaySweepConfig) -> DelaySweep:
-    """Train the runs that are missing, one after the other, behind a progress bar."""
+    """Train the runs that are missing, one after the other, behind a progress bar (one update per percent)."""
     plan = config.runs()
+    total = len(plan) * config.steps
     bar = st.progress(0.0, text=f"Run 1 of {len(plan)}…")
+    state = {"done": 0, "percent": -1}
 
-    def report(done: int, total: int, run) -> None:
-        bar.progress(done / total, text=f"Run {done} of {total}: {MODEL_NAMES[run.kind]} D = {run.delay}, seed "
-                                        f"{run.seed}, accuracy {run.final_accuracy:.2f} ({run.seconds:.1f} s)")
+    def train(run_config):
+        label = (f"Run {state['done'] + 1} of {len(plan)}: {MODEL_NAMES[run_config.kind]}, "
+                 f"D = {run_config.task.delay}, seed {run_config.seed}")
 
-    sweep = run_delay_sweep(config, report, run_one=lambda rc: remember(DELAY_RUNS, rc, lambda: run_copy(rc)))
+        def on_step(step: int, _loss: float) -> None:
+            percent = int(100 * (state["done"] * config.steps + step) / total)
+            if percent != state["percent"]:
+                state["percent"] = percent
+                bar.progress(percent / 100, text=f"{label}, step {step} of {config.steps}")
+
+        return run_copy(run_config, on_step)
+
+    def count(done: int, _total: int, _run) -> None:
+        state["done"] = done
+
+    sweep = run_delay_sweep(config, count, run_one=lambda rc: remember(DELAY_RUNS, rc, lambda: train(rc)))
     bar.empty()
     return sweep
 
