@@ -12,9 +12,11 @@ No streamlit here: the page keeps a LiveRun in session state and calls ``tick`` 
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -146,9 +148,22 @@ def light_copy(model: torch.nn.Module) -> dict[str, Tensor]:
     return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
 
 
+def _locked(method: Callable) -> Callable:
+    """Run the method holding the run's lock."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class LiveRun:
     """One session's training run: ``trainer``, ``corpus_name``, ``settings``, ``status`` and ``message``,
-    ``samples`` (SampleRecords, oldest first) and ``snapshots`` [(step, state_dict)], oldest first."""
+    ``samples`` (SampleRecords, oldest first) and ``snapshots`` [(step, state_dict)], oldest first.
+
+    Every method that trains or changes the run holds ``lock``; read the model under it too."""
 
     def __init__(self, trainer: Trainer, corpus_name: str, settings: LiveSettings = LiveSettings()):
         self.trainer = trainer
@@ -160,6 +175,10 @@ class LiveRun:
         self.snapshot_every = settings.snapshot_every
         self.snapshots: list[tuple[int, dict[str, Tensor]]] = [(trainer.step, light_copy(trainer.model))]
         self.elapsed = 0.0  # wall seconds inside advance()
+        # Held while training or changing the run. A host may run two threads on one session for a moment
+        # (Streamlit starts a new script thread on a click while the old one finishes its chunk); whoever
+        # reads the weights (sampling, a checkpoint) holds it too, so they never see half an update.
+        self.lock = threading.RLock()
 
     @classmethod
     def create(cls, config: TrainConfig, corpus: Corpus, settings: LiveSettings = LiveSettings()) -> LiveRun:
@@ -191,14 +210,16 @@ class LiveRun:
 
     # -- control --------------------------------------------------------------------------------------------
 
+    @_locked
     def start(self) -> None:
         """Ask for training chunks; a finished run must get a larger budget first."""
         if self.step >= self.settings.step_budget:
             self._finish()
             return
         self.status = Status.RUNNING
-        self.message = f"Training from step {self.step:,}."
+        self.message = "Training. Pause takes effect after the chunk in flight, within a second."
 
+    @_locked
     def pause(self) -> None:
         if self.is_active:
             self.status = Status.PAUSED
@@ -213,6 +234,7 @@ class LiveRun:
             f"at a time and all are busy. You are {place}; training starts by itself when a slot frees."
         )
 
+    @_locked
     def update_settings(self, settings: LiveSettings) -> None:
         """New budget or schedule; a finished run with a larger budget can be started again."""
         self.settings = settings
@@ -222,6 +244,7 @@ class LiveRun:
         elif self.step >= settings.step_budget and self.status != Status.READY:
             self._finish()
 
+    @_locked
     def retune(self, lr: float, clip: float | None) -> None:
         """New learning rate and clipping θ for the next steps (a halted run becomes paused)."""
         self.trainer.retune(lr=lr, clip=clip)
@@ -232,6 +255,7 @@ class LiveRun:
 
     # -- training -------------------------------------------------------------------------------------------
 
+    @_locked
     def tick(self, slots: TrainingSlots, owner: Hashable, max_seconds: float) -> list[StepRecord]:
         """One chunk for a run that wants training: hold a slot (or queue for one), train, and release the
         slot once the run stops by itself."""
@@ -248,6 +272,7 @@ class LiveRun:
             slots.release(owner)
         return records
 
+    @_locked
     def step_once(self, slots: TrainingSlots, owner: Hashable, max_seconds: float) -> list[StepRecord]:
         """One chunk on demand (the Step button) for a run that is not training: it needs a free slot now,
         takes no place in the queue, and gives the slot back afterwards."""
@@ -271,6 +296,7 @@ class LiveRun:
             self.message = f"One chunk of {steps}; now at step {self.step:,}. Step again, or Start."
         return records
 
+    @_locked
     def advance(self, max_seconds: float) -> list[StepRecord]:
         """Train for about ``max_seconds`` (at least one step), with evaluations, samples and snapshots on
         schedule; a trainer halt becomes the HALTED status, the budget's end the FINISHED one."""

@@ -1,6 +1,7 @@
 """LiveRun: schedule, samples, snapshots against a plain Trainer, budget, halts, training slots; estimates."""
 
 import math
+import threading
 from dataclasses import replace
 
 import numpy as np
@@ -177,3 +178,21 @@ def test_a_short_chunk_still_trains_one_step(corpus):
     before = run.trainer.model.head.weight.detach().clone()
     assert [r.step for r in run.advance(0.0)] == [1]
     assert not torch.equal(before, run.trainer.model.head.weight)
+
+
+def test_a_pause_from_another_thread_waits_for_the_chunk_in_flight(corpus):
+    run = LiveRun.create(TINY, corpus, LiveSettings(step_budget=10_000, sample_every=1000, sample_length=5))
+    run.start()
+    started = threading.Event()
+
+    def chunk_in_another_thread():
+        with run.lock:  # a script thread that a click has told to stop, still finishing its chunk
+            started.set()
+            run.advance(0.2)
+
+    worker = threading.Thread(target=chunk_in_another_thread)
+    worker.start()
+    started.wait()
+    run.pause()
+    assert not worker.is_alive(), "pause waited for the chunk"
+    assert run.step > 0 and run.message.startswith(f"Paused at step {run.step}.")

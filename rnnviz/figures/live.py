@@ -67,7 +67,7 @@ def grad_norm_figure(steps: Sequence[int], grad_norms: Sequence[float], clip: fl
         fig.add_hline(y=clip, line=dict(color=PALETTE["input"], dash="dash", width=2),
                       annotation_text=f"clipping threshold θ = {clip:g}", annotation_position="top right",
                       annotation_font=dict(size=FONT_SIZE - 2, color=PALETTE["input"]))
-    fig.update_yaxes(title_text="‖∇‖₂ before clipping", type="log")
+    fig.update_yaxes(title_text="‖∇‖₂ before clipping", type="log", dtick="D2")  # labels at 1, 2, 5 only
     fig.update_xaxes(title_text="step", rangemode="tozero")
     house_style(fig, height=360)
     fig.update_layout(title=dict(text="Gradient norm", x=0.01), showlegend=False)
@@ -81,7 +81,8 @@ def next_char_figure(chars: Sequence[str], probs: Sequence[float], actual: str |
     fig = go.Figure(go.Bar(x=labels, y=list(probs), marker_color=colours, text=[f"{p:.2f}" for p in probs],
                            textposition="outside", cliponaxis=False,
                            hovertemplate="%{x}: p = %{y:.4f}<extra></extra>"))
-    fig.update_yaxes(title_text="p(next character)", range=[0, 1.12])
+    top = max(0.25, float(max(probs, default=0)) * 1.25)
+    fig.update_yaxes(title_text="p(next character)", range=[0, top])
     fig.update_xaxes(type="category")
     house_style(fig, height=320)
     fig.update_layout(showlegend=False, bargap=0.3)

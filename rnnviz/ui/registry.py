@@ -46,6 +46,8 @@ PAGES: tuple[PageSpec, ...] = (
              ":material/trending_down:"),
     PageSpec("app_pages/lstm_gates.py", "LSTM gates", "lstm-gates", "Gradients and gates", ":material/tune:"),
     # --- Character models ---
+    PageSpec("app_pages/live_training.py", "Character model — live training", "char-model-training",
+             "Character models", ":material/model_training:"),
     # --- Experiments ---
     PageSpec("app_pages/memory_experiments.py", "Memory experiments", "memory-experiments", "Experiments",
              ":material/science:"),

@@ -1,0 +1,173 @@
+"""Character model — live training: set up a run, watch it train in chunks, sample it, save and load it."""
+
+import streamlit as st
+
+from rnnviz.figures import live as figures
+from rnnviz.live import LiveRun
+from rnnviz.ui import live_run as live
+from rnnviz.ui import live_sampling as sampling
+from rnnviz.ui import live_setup as setup
+from rnnviz.ui.live_hello import hello_walkthrough
+from rnnviz.ui.widgets import page_header, plot
+
+URL = "char-model-training"
+
+page_header(
+    URL,
+    "A character model reads text one character at a time and learns to predict the next one. Here it trains "
+    "live, in short chunks: the loss falls below the uniform guess ln V, and the samples drawn along the way "
+    "go from noise to letter frequencies, to words, to layout.",
+    r"h_t = \tanh(W_{xh}\, x_t + W_{hh}\, h_{t-1} + b_h), \quad p_t = \mathrm{softmax}(W_{hy}\, h_t + b_y), "
+    r"\quad \mathcal{L} = -\frac{1}{T}\sum_t \ln p_t[x_{t+1}]",
+)
+
+with st.expander("Walkthrough: \"hello\" with a 4-character vocabulary", icon=":material/school:"):
+    hello_walkthrough()
+
+# --- 1. Set up a run ------------------------------------------------------------------------------------------
+
+st.header("1. Set up a run")
+setup.init_settings()
+setup.preset_picker()
+corpus_col, model_col, training_col = st.columns(3, gap="large")
+with corpus_col:
+    st.subheader("Corpus")
+    setup.corpus_picker()
+    corpus = setup.active_corpus()
+    setup.corpus_summary(corpus)
+with model_col:
+    st.subheader("Model")
+    setup.model_widgets()
+with training_col:
+    st.subheader("Training")
+    setup.training_widgets()
+setup.schedule_widgets(on_change=live.on_budget_change)
+
+run = live.current_run()
+pending = setup.pending_run(corpus.vocab.size if corpus else None)
+for problem in pending.problems:
+    st.error(problem, icon=":material/error:")
+size_col, speed_col, script_col = st.columns(3, vertical_alignment="center")
+size_col.metric("Parameters", f"{pending.parameters:,}" if pending.parameters else "—",
+                help="Of the model these settings describe (with the chosen corpus's vocabulary).")
+speed_col.metric("Estimated speed", f"≈ {pending.chars_per_s:,.0f} chars/s" if pending.chars_per_s else "—",
+                 help="From the model's size and this server's measured matmul rate; the run shows the real one.")
+with script_col:
+    sampling.script_download(pending.config, corpus.vocab if corpus else None)
+if run is not None:
+    if setup.differs_from_run(run.trainer.config, pending):
+        st.info("These settings describe another model than the one training below. Reset discards it, and the "
+                "next Start builds one from these settings.", icon=":material/info:")
+    if setup.retunable_changes(run.trainer.config, pending):
+        st.button("Apply the new learning rate and clipping to this run", key=setup.key("retune"),
+                  icon=":material/tune:", on_click=live.on_retune,
+                  help="Changes them for the next steps without losing the weights (also after a blow-up).")
+
+# --- 2. Train it live -------------------------------------------------------------------------------------------
+
+st.header("2. Train it live")
+live.run_pending_download()
+run = live.current_run()
+if run is not None:
+    st.markdown("This run: " + live.run_summary(run) + ".")
+live.controls(run, pending)
+
+
+def show_run(run: LiveRun) -> None:
+    live.status_line(run)
+    bits = st.toggle("Losses in bits/char (÷ ln 2) instead of nats/char", key=setup.key("bits"),
+                     persist_state="session")
+    live.progress_panel(run, bits)
+    live.curves(run, bits)
+    st.subheader("Samples along the way")
+    st.caption(f"Every {run.settings.sample_every} steps the model writes {run.settings.sample_length} characters "
+               f"from the same seed at τ = {run.settings.temperature:g}, so only its weights differ. Newest first.")
+    live.sample_history(run, bits)
+
+
+@st.fragment(run_every=live.RERUN_EVERY)
+def training_panel() -> None:
+    """Reruns by itself while the run trains: one chunk, then the numbers and curves of the new step."""
+    run = live.current_run()
+    if run is None or not run.is_active:
+        st.rerun()  # paused or reset meanwhile: redraw the page with its controls
+    run.tick(live.training_slots(), live.owner(), live.CHUNK_SECONDS)
+    show_run(run)
+    if not run.is_active:
+        st.rerun()  # finished or halted by itself: the controls change too
+
+
+@st.fragment
+def stopped_panel() -> None:
+    show_run(live.current_run())
+
+
+if run is None:
+    st.caption("Press **Start** to train with the settings above, or **Step** to train one short chunk at a time.")
+elif run.is_active:
+    training_panel()
+else:
+    stopped_panel()
+
+# --- 3. Save and load -------------------------------------------------------------------------------------------
+
+st.header("3. Save and load")
+download_col, upload_col = st.columns(2, gap="large")
+with download_col:
+    sampling.checkpoint_download()
+    st.caption("The file loads back here, in the Hidden-cell explorer, and in `python -m rnnviz.sample`.")
+with upload_col:
+    sampling.checkpoint_upload()
+
+# --- 4. Sample it -----------------------------------------------------------------------------------------------
+
+
+@st.fragment
+def sampling_section() -> None:
+    st.header("4. Sample it")
+    source = sampling.choose_source()
+    if source is None:
+        return
+    request = sampling.sample_request(source)
+    if request is None:
+        return
+    result = sampling.sample(source, request)
+    text = request.prime + result.text
+    st.code(text, language=None, wrap_lines=True)
+    if result.beams:
+        st.markdown("**The most probable continuations**, with their total log-probability Σ ln p:")
+        for rank, beam in enumerate(result.beams[:5], start=1):
+            st.markdown(f"{rank}. ln p = {beam.log_prob:.2f}")
+            st.code(request.prime + beam.text, language=None, wrap_lines=True)
+
+    st.subheader("Same seed, different temperature")
+    cols = st.columns(len(sampling.SIDE_BY_SIDE))
+    for col, (tau, sample_text) in zip(cols, sampling.side_by_side(source, request)):
+        col.markdown(f"**τ = {tau:g}**")
+        col.code(request.prime + sample_text, language=None, wrap_lines=True)
+
+    st.subheader("What comes next?")
+    if len(text) >= 2:
+        table = sampling.next_chars(source, text)
+        position = st.slider("Position in the text above", 1, len(text) - 1, min(len(request.prime) + 20,
+                             len(text) - 1), key=setup.key("position"),
+                             help="The bars show the model's top next characters after the highlighted one.")
+        st.html(figures.context_html(text, position - 1))
+        plot(figures.next_char_figure(table.chars[position - 1], table.probs[position - 1], text[position]),
+             key=setup.key("next_chars"))
+
+    st.subheader("Exposure bias")
+    passage = sampling.held_out_passage(source)
+    if passage is None:
+        st.caption("No held-out text of this model's corpus is at hand.")
+    else:
+        result = sampling.exposure(source, passage)
+        plot(figures.exposure_bias_figure(result), key=setup.key("exposure"))
+        st.markdown(
+            "Both read the same held-out prefix, then score the true continuation. Teacher-forced, the model reads "
+            "the true text, as in training; free-running, it reads its own greedy guesses, and one early mistake "
+            "puts it in states it never met in training, which is why long generations drift."
+        )
+
+
+sampling_section()

@@ -1,0 +1,403 @@
+"""Setup widgets of the live-training page: preset, corpus, model and training settings, and their checks.
+
+Every widget's value lives in session state under a ``live_training_*`` key and survives page switches
+(``persist_state="session"``). A preset writes all of them at once. ``pending_run`` turns the values into
+a TrainConfig and LiveSettings, or into plain-words problems when a value is out of bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import streamlit as st
+
+from rnnviz.corpus import (
+    BUILTIN_CORPORA,
+    TINY_SHAKESPEARE_BYTES,
+    TINY_SHAKESPEARE_FILE,
+    Corpus,
+    CorpusError,
+    cache_dir,
+    corpus_from_user_text,
+    load_builtin,
+    tiny_shakespeare_path,
+)
+from rnnviz.live import (
+    MAX_CORPUS_BYTES,
+    MAX_PARAMETERS,
+    MAX_STEP_BUDGET,
+    LiveSettings,
+    count_parameters,
+    estimate_chars_per_second,
+    measure_matmul_flops,
+)
+from rnnviz.train import DEFAULT_PRESET, OPTIMIZERS, PRESETS, Preset, TrainConfig
+from rnnviz.ui.links import LinkParam, mirror_to_link, parse_choice, restore_from_link
+from rnnviz.ui.widgets import seed
+
+PAGE = "live_training"
+KEEP = dict(persist_state="session")  # settings survive a visit to another page
+
+KIND_LABELS = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU"}
+HIDDEN_OPTIONS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128)
+SEQ_OPTIONS = (4, 8, 16, 32, 64, 128, 256)
+LR_OPTIONS = (1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 1e-2, 2e-2, 5e-2, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
+              10.0, 20.0, 50.0, 100.0)
+CLIP_OPTIONS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+MAX_LR = 100.0
+SAMPLE_EVERY_OPTIONS = (10, 20, 25, 50, 100)  # all divide 100, so "Compare" finds the sample of step 100
+TYPICAL_VOCAB = 100  # for estimates before a corpus is loaded
+
+SOURCES = ("Built-in", "Upload a .txt file", "Paste text")
+CORPUS_LABELS = {
+    "tiny-shakespeare": "Tiny Shakespeare (1.1 MB, downloaded on first use)",
+    "python-stdlib": "Python standard library source (1 MB of code)",
+    "english-docs": "English prose: Python's help topics (0.5 MB)",
+    "hello": "\"hello\" (the lecture's toy)",
+}
+
+
+def key(name: str) -> str:
+    return f"{PAGE}_{name}"
+
+
+LINK = (LinkParam("preset", key("preset"), parse_choice(list(PRESETS))),)
+ACTIVE_CORPUS = key("corpus")  # the Corpus the next run trains on (the last good choice)
+REVERT_BUILTIN = key("revert_builtin")  # the built-in to select again after a failed download
+UPLOAD_RESULT = key("upload_result")  # (file_id, Corpus or None, error or None) of the last upload read
+PASTE_RESULT = key("paste_result")  # (Corpus or None, error or None) of the last "Use this text"
+
+
+# --- Estimates ------------------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def matmul_flops() -> float:
+    """This server's dense matmul rate, measured once per process (a shared, read-only number)."""
+    return measure_matmul_flops()
+
+
+def _nice(value: float) -> int:
+    """Round to 2 significant figures: 2,631 → 2,600."""
+    if value < 10:
+        return max(1, round(value))
+    scale = 10 ** (int(math.log10(value)) - 1)
+    return int(round(value / scale) * scale)
+
+
+def preset_budget(preset: Preset, vocab_size: int = TYPICAL_VOCAB) -> int:
+    """Steps that fill the preset's minutes at the estimated speed of this server."""
+    config = preset.config
+    steps_per_s = estimate_chars_per_second(config, vocab_size, matmul_flops()) / (config.batch * config.seq_len)
+    return min(max(_nice(preset.minutes * 60 * steps_per_s), 50), 50_000)
+
+
+def sample_every_for(budget: int) -> int:
+    """About 15–30 samples per run, at a spacing that divides 100."""
+    return next((n for n in SAMPLE_EVERY_OPTIONS if budget / n <= 30), SAMPLE_EVERY_OPTIONS[-1])
+
+
+# --- Presets ----------------------------------------------------------------------------------------------
+
+
+def _nearest(options: tuple[float, ...], value: float) -> float:
+    """The option closest to value on a log scale."""
+    return min(options, key=lambda o: abs(math.log(o) - math.log(value)))
+
+
+def preset_values(name: str) -> dict[str, object]:
+    """Every setting widget's value for a preset."""
+    preset = PRESETS[name]
+    c = preset.config
+    budget = preset_budget(preset)
+    return {
+        key("kind"): c.kind, key("layers"): c.layers, key("hidden"): c.hidden, key("embedding"): c.embedding,
+        key("dropout"): c.dropout, key("optimizer"): c.optimizer, key("lr"): c.lr,
+        key("lr_scale"): _nearest(LR_OPTIONS, c.lr), key("batch"): c.batch, key("seq_len"): c.seq_len,
+        key("clip_on"): c.clip is not None, key("clip"): _nearest(CLIP_OPTIONS, c.clip or 1.0),
+        key("forget_bias_on"): c.forget_bias is not None,
+        key("forget_bias"): c.forget_bias if c.forget_bias is not None else 1.0,
+        key("source"): SOURCES[0], key("builtin"): preset.corpus, key("budget"): budget,
+        key("sample_every"): sample_every_for(budget),
+    }  # fmt: skip
+
+
+def apply_preset() -> None:
+    """on_change of the preset box: every setting takes the preset's value."""
+    st.session_state.update(preset_values(st.session_state[key("preset")]))
+
+
+def init_settings() -> None:
+    """Once per session: the preset from the link (or the default) fills every setting."""
+    restore_from_link(PAGE, LINK)
+    if key("kind") not in st.session_state:
+        st.session_state.setdefault(key("preset"), DEFAULT_PRESET)
+        apply_preset()
+
+
+def _sync_lr_from_scale() -> None:
+    st.session_state[key("lr")] = st.session_state[key("lr_scale")]
+
+
+def _sync_scale_from_lr() -> None:
+    lr = st.session_state[key("lr")]
+    if lr is not None and 0 < lr <= MAX_LR:
+        st.session_state[key("lr_scale")] = _nearest(LR_OPTIONS, lr)
+
+
+# --- Widgets ----------------------------------------------------------------------------------------------
+
+
+def preset_picker() -> Preset:
+    st.selectbox("Preset", list(PRESETS), key=key("preset"), on_change=apply_preset, **KEEP,
+                 help="Fills in every setting below: corpus, model and training. Change any of them afterwards.")
+    mirror_to_link(LINK)
+    preset = PRESETS[st.session_state[key("preset")]]
+    st.caption(f"{preset.note} Tuned for about {preset.minutes:g} min on a 2-core CPU.")
+    return preset
+
+
+def model_widgets() -> None:
+    st.radio("Kind", list(KIND_LABELS), format_func=KIND_LABELS.get, horizontal=True, key=key("kind"), **KEEP)
+    st.slider("Layers", 1, 3, key=key("layers"), **KEEP)
+    st.select_slider("Hidden units H", _with(HIDDEN_OPTIONS, st.session_state.get(key("hidden"))),
+                     key=key("hidden"), **KEEP)
+    st.toggle("Learned embedding", key=key("embedding"), **KEEP,
+              help="Off feeds one-hot x_t: then W_xh x_t picks one column of W_xh, which is all an embedding does.")
+    single = st.session_state.get(key("layers"), 1) == 1
+    st.slider("Dropout between layers", 0.0, 0.5, step=0.05, key=key("dropout"), disabled=single, **KEEP,
+              help="Acts between stacked layers only, so it needs 2 or more layers.")
+
+
+def training_widgets() -> None:
+    st.selectbox("Optimizer", OPTIMIZERS, key=key("optimizer"), **KEEP, help="SGD uses momentum 0.9.")
+    st.select_slider("Learning rate (log scale)", LR_OPTIONS, key=key("lr_scale"), format_func=lambda v: f"{v:g}",
+                     on_change=_sync_lr_from_scale, **KEEP)
+    st.number_input("Exact learning rate", key=key("lr"), format="%g", step=None, on_change=_sync_scale_from_lr,
+                    **KEEP, help=f"Any value in (0, {MAX_LR:g}].")
+    cols = st.columns(2)
+    cols[0].select_slider("Batch B", _with(BATCH_OPTIONS, st.session_state.get(key("batch"))), key=key("batch"),
+                          **KEEP, help="Parallel streams of text per step.")
+    cols[1].select_slider("TBPTT length T", _with(SEQ_OPTIONS, st.session_state.get(key("seq_len"))),
+                          key=key("seq_len"), **KEEP,
+                          help="Characters per chunk: the gradient flows back at most T steps.")
+    st.toggle("Clip the gradient norm", key=key("clip_on"), **KEEP,
+              help="Rescale the gradient g to θ·g/‖g‖ whenever ‖g‖ > θ.")
+    st.select_slider("Clipping threshold θ", CLIP_OPTIONS, key=key("clip"), format_func=lambda v: f"{v:g}",
+                     disabled=not st.session_state.get(key("clip_on")), **KEEP)
+    if st.session_state.get(key("kind")) == "lstm":
+        st.toggle("Set the forget-gate bias b_f at init", key=key("forget_bias_on"), **KEEP,
+                  help="Off keeps torch's small random bias; a positive b_f starts with f_t near 1, remembering.")
+        st.slider("Forget-gate bias b_f", -2.0, 5.0, step=0.5, key=key("forget_bias"),
+                  disabled=not st.session_state.get(key("forget_bias_on")), **KEEP)
+    st.caption(f"Seed {seed()} (set in the sidebar): the same seed gives the same initial weights and samples.")
+
+
+def schedule_widgets(on_change) -> None:
+    """Step budget and sample spacing; ``on_change`` applies them to a live run at once."""
+    cols = st.columns(2)
+    cols[0].number_input("Step budget", key=key("budget"), step=100, on_change=on_change, **KEEP,
+                         help="Training stops after this many optimizer steps; raise it to train on.")
+    cols[1].select_slider("Sample every N steps", SAMPLE_EVERY_OPTIONS, key=key("sample_every"),
+                          on_change=on_change, **KEEP)
+
+
+def _with(options: tuple[int, ...], value) -> list[int]:
+    """The options, plus a preset's value that is not among them."""
+    return sorted(set(options) | ({value} if isinstance(value, int) else set()))
+
+
+# --- Corpus -----------------------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner="Reading the corpus…", max_entries=len(BUILTIN_CORPORA))
+def builtin_corpus(name: str) -> Corpus:
+    """A built-in corpus, read once per process and shared read-only (training never writes to it)."""
+    return load_builtin(name)
+
+
+def shakespeare_downloaded() -> bool:
+    path = cache_dir() / TINY_SHAKESPEARE_FILE
+    return path.is_file() and path.stat().st_size == TINY_SHAKESPEARE_BYTES
+
+
+def needs_download(name: str) -> bool:
+    return name == "tiny-shakespeare" and not shakespeare_downloaded()
+
+
+def download_shakespeare() -> tuple[Corpus | None, str | None]:
+    """Download Tiny Shakespeare behind a progress bar: (corpus, None), or (None, the engine's error) offline."""
+    bar = st.progress(0.0, text="Downloading Tiny Shakespeare…")
+
+    def report(done: int, total: int) -> None:
+        total = total or TINY_SHAKESPEARE_BYTES
+        bar.progress(min(done / total, 1.0), text=f"Downloading Tiny Shakespeare: {done / 1e6:.2f} of "
+                     f"{total / 1e6:.2f} MB")
+
+    try:
+        tiny_shakespeare_path(progress=report)
+    except CorpusError as err:
+        return None, str(err)
+    finally:
+        bar.empty()
+    return builtin_corpus("tiny-shakespeare"), None
+
+
+def active_corpus() -> Corpus | None:
+    return st.session_state.get(ACTIVE_CORPUS)
+
+
+def _read_upload(upload) -> None:
+    """Check a new upload once; a good one becomes the active corpus."""
+    result = st.session_state.get(UPLOAD_RESULT)
+    if result is not None and result[0] == upload.file_id:
+        return
+    try:
+        corpus = corpus_from_user_text(upload.getvalue(), name=upload.name, max_bytes=MAX_CORPUS_BYTES)
+        st.session_state[UPLOAD_RESULT] = (upload.file_id, corpus, None)
+        st.session_state[ACTIVE_CORPUS] = corpus
+    except CorpusError as err:
+        st.session_state[UPLOAD_RESULT] = (upload.file_id, None, str(err))
+
+
+def _use_pasted_text() -> None:
+    """on_click of "Use this text"."""
+    text = st.session_state.get(key("paste"), "")
+    try:
+        corpus = corpus_from_user_text(text, name="pasted text", max_bytes=MAX_CORPUS_BYTES)
+        st.session_state[PASTE_RESULT] = (corpus, None)
+        st.session_state[ACTIVE_CORPUS] = corpus
+    except CorpusError as err:
+        st.session_state[PASTE_RESULT] = (None, str(err))
+
+
+def corpus_picker() -> str | None:
+    """The corpus widgets; returns the name of a built-in that must be downloaded first, else None.
+
+    A good choice becomes the active corpus at once; a bad one shows the engine's error and leaves the
+    previous corpus active."""
+    revert = st.session_state.pop(REVERT_BUILTIN, None)
+    if revert is not None:
+        st.session_state[key("builtin")] = revert
+    source = st.radio("Text", SOURCES, horizontal=True, key=key("source"), **KEEP)
+    pending_download = None
+    if source == SOURCES[0]:
+        name = st.selectbox("Built-in corpus", BUILTIN_CORPORA, format_func=CORPUS_LABELS.get, key=key("builtin"),
+                            **KEEP)
+        if needs_download(name):
+            pending_download = name
+            st.info(f"Tiny Shakespeare ({TINY_SHAKESPEARE_BYTES:,} characters) is downloaded the first time it is "
+                    "used: press Start or Step, and it comes first, with a progress bar.", icon=":material/download:")
+        else:
+            st.session_state[ACTIVE_CORPUS] = builtin_corpus(name)
+    elif source == SOURCES[1]:
+        upload = st.file_uploader("A UTF-8 text file", type=["txt"], key=key("upload"),
+                                  max_upload_size=math.ceil(MAX_CORPUS_BYTES / 2**20),
+                                  help=f"Up to {MAX_CORPUS_BYTES / 1e6:g} MB, at least 100 characters.")
+        if upload is not None:
+            _read_upload(upload)
+            _, _, error = st.session_state[UPLOAD_RESULT]
+            if error:
+                _corpus_error(error)
+    else:
+        st.text_area("Paste a text", key=key("paste"), height=120, max_chars=MAX_CORPUS_BYTES,
+                     placeholder="At least 100 characters of any UTF-8 text.")
+        st.button("Use this text", key=key("use_paste"), on_click=_use_pasted_text)
+        result = st.session_state.get(PASTE_RESULT)
+        if result is not None and result[1]:
+            _corpus_error(result[1])
+    return pending_download
+
+
+def _corpus_error(message: str) -> None:
+    st.error(message, icon=":material/error:")
+    corpus = active_corpus()
+    if corpus is not None:
+        st.caption(f"The next run keeps the previous corpus, **{corpus.name}**.")
+
+
+def corpus_summary(corpus: Corpus | None) -> None:
+    """Size, vocabulary and a 500-character preview of the corpus the next run trains on."""
+    if corpus is None:
+        st.caption("No corpus chosen yet.")
+        return
+    st.markdown(f"Next run trains on **{corpus.name}**: {len(corpus):,} characters, vocabulary V = "
+                f"{corpus.vocab.size}.")
+    with st.expander("Preview: the first 500 characters"):
+        st.code(corpus.text[:500], language=None, wrap_lines=True)
+
+
+# --- Settings → config ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PendingRun:
+    """What Start or Reset would build from the widgets, or why it cannot."""
+
+    config: TrainConfig | None
+    settings: LiveSettings | None
+    problems: tuple[str, ...]  # plain words, one sentence each
+    parameters: int | None  # of the model the settings describe
+    chars_per_s: float | None  # estimated training speed on this server
+
+
+def _learning_rate_problem(lr) -> str | None:
+    if lr is None or not math.isfinite(lr):
+        return "Enter a learning rate."
+    if lr <= 0:
+        return (f"The learning rate must be a positive number, not {lr:g}: at 0 the weights never change, and "
+                "below 0 every step climbs the loss instead of descending it.")
+    if lr > MAX_LR:
+        return (f"A learning rate of {lr:,g} is far too large: the first step would throw the weights to "
+                f"infinity. The largest allowed here is {MAX_LR:g}.")
+    return None
+
+
+def pending_run(vocab_size: int | None) -> PendingRun:
+    """The TrainConfig and LiveSettings of the widgets for a corpus of ``vocab_size`` characters."""
+    state = st.session_state
+    problems = []
+    lr = state.get(key("lr"))
+    lr_problem = _learning_rate_problem(lr)
+    if lr_problem:
+        problems.append(lr_problem)
+    budget = state.get(key("budget"))
+    if budget is None or not 1 <= budget <= MAX_STEP_BUDGET:
+        problems.append(f"The step budget must be between 1 and {MAX_STEP_BUDGET:,} steps.")
+    kind = state[key("kind")]
+    config = replace(
+        PRESETS[state[key("preset")]].config,
+        kind=kind, layers=state[key("layers")], hidden=state[key("hidden")], embedding=state[key("embedding")],
+        dropout=state[key("dropout")] if state[key("layers")] > 1 else 0.0, optimizer=state[key("optimizer")],
+        lr=lr if lr_problem is None else 1e-3, batch=state[key("batch")], seq_len=state[key("seq_len")],
+        clip=state[key("clip")] if state[key("clip_on")] else None,
+        forget_bias=state[key("forget_bias")] if kind == "lstm" and state[key("forget_bias_on")] else None,
+        seed=seed(),
+    )  # fmt: skip
+    vocab = vocab_size or TYPICAL_VOCAB
+    parameters = count_parameters(config, vocab)
+    if parameters > MAX_PARAMETERS:
+        problems.append(f"This model has {parameters:,} parameters; a session may train at most {MAX_PARAMETERS:,} "
+                        "live. Use fewer layers or hidden units (or the command-line trainer, python -m rnnviz.train).")
+    speed = estimate_chars_per_second(config, vocab, matmul_flops())
+    if problems:
+        return PendingRun(None, None, tuple(problems), parameters, speed)
+    settings = LiveSettings(step_budget=int(budget), sample_every=int(state[key("sample_every")]))
+    return PendingRun(config, settings, (), parameters, speed)
+
+
+def retunable_changes(current: TrainConfig, pending: PendingRun) -> dict | None:
+    """The learning rate and clipping of the widgets when they differ from the run's (None when they match)."""
+    if pending.config is None:
+        return None
+    lr, clip = pending.config.lr, pending.config.clip
+    return None if (lr, clip) == (current.lr, current.clip) else {"lr": lr, "clip": clip}
+
+
+def differs_from_run(current: TrainConfig, pending: PendingRun) -> bool:
+    """True when the widgets describe another model or optimizer than the run's (beyond lr and clipping)."""
+    if pending.config is None:
+        return False
+    return replace(pending.config, lr=current.lr, clip=current.clip) != current

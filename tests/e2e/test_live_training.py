@@ -1,0 +1,120 @@
+"""Live training in a real browser: the loss falls below ln V, Pause stops the counter, the run survives a
+visit to another page; and a server with two training slots queues a third session until a slot frees."""
+
+import re
+import time
+from urllib.parse import quote
+
+import pytest
+
+from tests.e2e.harness import open_app_page, screenshot, streamlit_server, wait_idle
+
+URL = "char-model-training"
+QUICK = quote("Quick demo (30 s)")
+TINY_RNN = quote("Tiny vanilla RNN")
+TRAIN_TIMEOUT_S = 240  # two busy cores: a 1 × 256 LSTM may take a second per step when other jobs run
+
+
+def metric(page, label: str) -> str:
+    box = page.locator("[data-testid='stMetric']").filter(
+        has=page.locator("[data-testid='stMetricLabel']", has_text=label)
+    )
+    return box.locator("[data-testid='stMetricValue']").first.inner_text().strip()
+
+
+def number(page, label: str) -> float | None:
+    text = metric(page, label).replace(",", "")
+    match = re.search(r"-?\d+(\.\d+)?", text)
+    return float(match.group()) if match else None
+
+
+def wait_for(condition, timeout_s: float, what: str, poll_s: float = 0.5):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+        except Exception:  # the element is being redrawn by the running fragment
+            value = None
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def choose(page, select_label: str, option: str) -> None:
+    page.locator("[data-testid='stSelectbox']").filter(has_text=select_label).click()
+    page.get_by_role("option", name=option).click()
+    wait_idle(page)
+
+
+def click(page, name: str) -> None:
+    page.get_by_role("button", name=name, exact=True).click()
+
+
+def no_exception(page) -> bool:
+    return page.locator("[data-testid='stException']").count() == 0
+
+
+def test_quick_preset_learns_pauses_and_survives_navigation(page, base_url):
+    open_app_page(page, base_url, f"{URL}?preset={QUICK}")
+    choose(page, "Built-in corpus", "Python standard library source (1 MB of code)")
+    assert page.get_by_text("Next run trains on python-stdlib").is_visible()
+    click(page, "Start")
+    uniform = wait_for(lambda: number(page, "Uniform guess"), 60, "the run to start")
+    wait_for(lambda: (loss := number(page, "Train loss")) is not None and loss < uniform - 0.3,
+             TRAIN_TIMEOUT_S, f"the train loss to fall below ln V = {uniform:.3f}")
+    assert no_exception(page)
+    click(page, "Pause")
+    wait_for(lambda: page.get_by_text("Paused at step").count() > 0, 30, "the pause")
+    wait_idle(page)
+    paused_at = number(page, "Step")
+    time.sleep(2.0)
+    assert number(page, "Step") == paused_at, "the counter stops while paused"
+    screenshot(page, "live-training-paused")
+
+    nav = page.get_by_test_id("stSidebarNavLink")
+    nav.filter(has_text="Home: the five shapes").click()
+    page.wait_for_selector("h1:has-text('Home')")
+    wait_idle(page)
+    nav.filter(has_text="Character model — live training").click()
+    page.wait_for_selector("h1:has-text('live training')")
+    wait_idle(page)
+    assert number(page, "Step") == paused_at, "the run is kept across pages"
+    assert page.get_by_text("Next run trains on python-stdlib").is_visible(), "and so are the settings"
+    assert no_exception(page)
+
+
+@pytest.fixture(scope="module")
+def two_slot_server():
+    with streamlit_server(env={"RNNVIZ_TRAINING_SLOTS": "2"}) as url:
+        yield url
+
+
+def test_two_sessions_train_and_a_third_waits_for_a_slot(browser, two_slot_server):
+    contexts = [browser.new_context(viewport={"width": 1400, "height": 900}) for _ in range(3)]
+    try:
+        pages = [context.new_page() for context in contexts]
+        for page in pages:
+            open_app_page(page, two_slot_server, f"{URL}?preset={TINY_RNN}")
+        for page in pages[:2]:
+            click(page, "Start")
+            wait_for(lambda p=page: (number(p, "Step") or 0) > 0, 120, "a first session to train")
+        click(pages[2], "Start")
+        waiting = pages[2]
+        wait_for(lambda: waiting.get_by_text("Waiting for a free training slot").count() > 0, 60,
+                 "the third session to wait")
+        assert waiting.get_by_text("You are number 1 in the queue").count() > 0
+        time.sleep(1.0)
+        assert waiting.locator("[data-testid='stMetric']").count() == 0 or number(waiting, "Step") == 0
+        for page in pages[:2]:
+            step = number(page, "Step")
+            wait_for(lambda p=page, s=step: number(p, "Step") > s, 60, "both holders to keep training")
+        screenshot(waiting, "live-training-waiting")
+        click(pages[0], "Pause")
+        wait_for(lambda: (number(waiting, "Step") or 0) > 0, 60, "the waiting session to start when a slot frees")
+        assert waiting.get_by_text("Waiting for a free training slot").count() == 0
+        for page in pages:
+            assert no_exception(page)
+    finally:
+        for context in contexts:
+            context.close()

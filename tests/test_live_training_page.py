@@ -1,0 +1,190 @@
+"""The live-training page in AppTest: Step, Start and Pause, bad inputs, uploads, a blow-up, the download."""
+
+import functools
+import http.server
+import math
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from rnnviz.checkpoint import checkpoint_bytes
+from rnnviz.corpus import load_builtin
+from rnnviz.train import TrainConfig, Trainer
+from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY
+from tests.apptest_helpers import open_page, page_text
+
+PAGE = "app_pages/live_training.py"
+SHAKESPEARE = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200)
+
+
+def key(name: str) -> str:
+    return f"live_training_{name}"
+
+
+def metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def hello_page(**settings):
+    """The page with the quick preset on the "hello" corpus, then any widget values given."""
+    at = open_page(PAGE)
+    at.selectbox(key=key("preset")).set_value("Quick demo (30 s)").run()
+    at.selectbox(key=key("builtin")).set_value("hello").run()
+    for name, value in settings.items():
+        widget = next(w for w in at.main if getattr(w, "key", None) == key(name))
+        widget.set_value(value)
+    return at.run() if settings else at
+
+
+def test_step_shows_the_counter_the_losses_and_a_sample():
+    at = hello_page()
+    assert not at.exception and at.session_state[key("corpus")].name == "hello"
+    for _ in range(3):
+        at.button(key=key("step")).click().run()
+        assert not at.exception, [e.value for e in at.exception]
+    run = at.session_state[LIVE_RUN_KEY]
+    assert run.step >= 3 and metric(at, "Step") == f"{run.step:,}"
+    assert metric(at, "Uniform guess") == f"{math.log(4):.3f}"
+    recent = sum(r.loss for r in run.trainer.history[-10:]) / len(run.trainer.history[-10:])
+    assert metric(at, "Train loss") == f"{recent:.3f}"
+    assert any(c.key == key("loss_chart") for c in at.get("plotly_chart"))
+    bar = at.get("progress")[0].proto
+    assert bar.text.startswith(f"Step {run.step:,} of {run.settings.step_budget:,} · ")
+    assert bar.value == int(100 * run.step / run.settings.step_budget)
+    text = page_text(at)
+    first, latest = run.samples[0], run.samples[-1]
+    assert f"**Step 0** · val loss {first.val_loss:.3f} nats/char" in text
+    assert f"**Step {latest.step:,}** · val loss {latest.val_loss:.3f} nats/char" in text
+    assert latest.text in [c.value for c in at.code]
+
+
+def test_start_trains_in_chunks_and_pause_stops_the_counter():
+    at = hello_page(budget=100_000)
+    at.button(key=key("start")).click().run()  # the training fragment takes one chunk per full rerun here
+    at.run()
+    run = at.session_state[LIVE_RUN_KEY]
+    assert run.status == "running" and run.step > 0
+    at.button(key=key("pause")).click().run()
+    paused_at = run.step
+    assert run.status == "paused" and "Paused at step" in page_text(at)
+    at.run()
+    assert run.step == paused_at and metric(at, "Step") == f"{paused_at:,}"
+
+
+def test_bad_learning_rates_are_refused_and_the_run_is_kept():
+    at = hello_page()
+    at.button(key=key("step")).click().run()
+    run = at.session_state[LIVE_RUN_KEY]
+    history = list(run.trainer.history)
+    for bad, words in ((0.0, "must be a positive number"), (-0.1, "must be a positive number"),
+                       (1e6, "far too large")):
+        at.number_input(key=key("lr")).set_value(bad).run()
+        assert not at.exception
+        assert any(words in e.value for e in at.error), [e.value for e in at.error]
+        assert at.session_state[LIVE_RUN_KEY] is run and run.trainer.history == history
+    assert at.button(key=key("step")).disabled is False, "Step goes on with the run's own settings"
+
+
+def test_a_bad_upload_is_refused_and_the_previous_corpus_kept():
+    at = hello_page()
+    at.radio(key=key("source")).set_value("Upload a .txt file").run()
+    for content, words in ((PNG, "binary"), (b"x" * 500, "single distinct character"),
+                           ("hello world. ".encode("utf-16") * 20, "binary"), (b"", "at least 100")):
+        at.file_uploader(key=key("upload")).set_value(("bad.txt", content, "text/plain")).run()
+        assert not at.exception
+        assert any(words in e.value for e in at.error), (words, [e.value for e in at.error])
+        assert at.session_state[key("corpus")].name == "hello"
+        assert "keeps the previous corpus, **hello**" in page_text(at)
+    good = ("The quick brown fox jumps over the lazy dog. " * 5).encode()
+    at.file_uploader(key=key("upload")).set_value(("fox.txt", good, "text/plain")).run()
+    assert not at.error and at.session_state[key("corpus")].name == "fox.txt"
+    assert "Next run trains on **fox.txt**: 225 characters" in page_text(at)
+
+
+def test_a_saved_checkpoint_uploads_and_samples():
+    trainer = Trainer(TrainConfig(hidden=16, embed_dim=8, batch=1, seq_len=4, lr=0.03, device="cpu"),
+                      load_builtin("hello"))
+    trainer.run(40)
+    at = open_page(PAGE)
+    at.file_uploader(key=key("checkpoint")).set_value(("m.pt", b"not a checkpoint", "application/octet-stream"))
+    at.run()
+    assert any("not loaded: This is not a PyTorch checkpoint" in e.value for e in at.error)
+    data = checkpoint_bytes(trainer, "hello")
+    at.file_uploader(key=key("checkpoint")).set_value(("m.pt", data, "application/octet-stream")).run()
+    assert not at.exception
+    assert "a 1 × 16 LSTM trained on hello for 40 steps (V = 4)" in page_text(at)
+    assert at.session_state[UPLOADED_KEY].step == 40
+    at.selectbox(key=key("model_source")).set_value("uploaded").run()
+    at.text_input(key=key("prime")).set_value("hel").run()
+    at.radio(key=key("strategy")).set_value("greedy").run()
+    assert "hello" in [c.value for c in at.code][-5:][0] or any(c.value.startswith("hello") for c in at.code)
+
+
+def test_bad_sampling_inputs_are_explained():
+    at = open_page(PAGE)
+    at.text_input(key=key("prime")).set_value("héllo ☃").run()
+    assert any("not in the model's vocabulary" in e.value and "'☃'" in e.value for e in at.error)
+    at.text_input(key=key("prime")).set_value("def ").run()
+    at.number_input(key=key("length")).set_value(0).run()
+    assert any("at least 1 character" in e.value for e in at.error)
+    at.number_input(key=key("length")).set_value(10**6).run()
+    assert any("capped at 2,000" in w.value for w in at.warning) and not at.exception
+
+
+def test_sgd_at_learning_rate_50_without_clipping_rolls_back_and_explains():
+    at = hello_page(optimizer="sgd", lr=50.0, clip_on=False)
+    for _ in range(5):
+        at.button(key=key("step")).click().run()
+        if at.session_state[LIVE_RUN_KEY].status == "halted":
+            break
+    run = at.session_state[LIVE_RUN_KEY]
+    assert run.status == "halted" and not at.exception
+    halt = run.trainer.halt
+    message = next(e.value for e in at.error if "stopped by itself" in e.value)
+    assert f"weights from step {halt.restored_step}" in message and "put back" in message
+    assert any("Gradient decay" in str(link.proto.label) for link in at.get("page_link"))
+    at.number_input(key=key("lr")).set_value(0.01).run()
+    at.button(key=key("retune")).click().run()
+    assert run.status == "paused" and run.trainer.config.lr == 0.01
+
+
+@pytest.fixture
+def shakespeare_server(tmp_path):
+    """Tiny Shakespeare served from a loopback HTTP server, never the internet."""
+    if not SHAKESPEARE.exists():
+        pytest.skip("../shared/data/tinyshakespeare.txt is not here")
+    shutil.copy(SHAKESPEARE, tmp_path / "input.txt")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/input.txt"
+    server.shutdown()
+
+
+def test_tiny_shakespeare_downloads_on_first_use(tmp_path, monkeypatch, shakespeare_server):
+    monkeypatch.setenv("RNNVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("RNNVIZ_TINY_SHAKESPEARE_URL", shakespeare_server)
+    at = open_page(PAGE)
+    at.selectbox(key=key("preset")).set_value("Quick demo (30 s)").run()
+    at.select_slider(key=key("hidden")).set_value(16).run()
+    assert "downloaded the first time it is used" in page_text(at)
+    at.button(key=key("step")).click().run()
+    assert not at.exception and not at.error
+    run = at.session_state[LIVE_RUN_KEY]
+    assert run.corpus_name == "tiny-shakespeare" and run.trainer.vocab.size == 65 and run.step > 0
+    assert (tmp_path / "cache" / "tinyshakespeare.txt").stat().st_size == 1_115_394
+
+
+def test_offline_download_explains_and_keeps_the_previous_corpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("RNNVIZ_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setenv("RNNVIZ_TINY_SHAKESPEARE_URL", "http://127.0.0.1:9/input.txt")  # nothing listens there
+    at = hello_page()
+    at.selectbox(key=key("builtin")).set_value("tiny-shakespeare").run()
+    at.button(key=key("start")).click().run()
+    assert not at.exception
+    assert any("Could not download Tiny Shakespeare" in e.value for e in at.error)
+    assert at.session_state.get(LIVE_RUN_KEY) is None
+    assert at.selectbox(key=key("builtin")).value == "hello"
