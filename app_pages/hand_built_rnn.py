@@ -21,7 +21,7 @@ from rnnviz.ui.widgets import page_header, plot
 
 page_header(
     "hand-built-rnn",
-    "Three hidden units are enough to compute $x_t$ AND $x_{t-1}$. Unit 1 copies the current bit, unit 2 "
+    "Three hidden units are enough to compute $x_t$ AND $x_{t-1}$: unit 1 copies the current bit, unit 2 "
     "receives unit 1's old value through $W_{hh}$ and so holds the previous bit, and unit 3 is a constant 1 "
     "that acts as a bias. The readout adds the two bits and subtracts 1, so $y_t$ is 1 only when both bits "
     "are 1. Step through time, edit the weights, or turn on the quiz and predict $h_t$ before it is shown.",

@@ -63,3 +63,5 @@ with right:
     step_size = rows[1].formula - rows[0].formula
     st.caption(f"Each extra layer of width {sizes[0]} adds the same {step_size:,} parameters: "
                f"$G\\,d\\,(2d + 2)$ with $G$ = {GATE_BLOCKS[kind]} gate blocks.")
+    st.table([{"layers L": row.layers, "formula": f"{row.formula:,}", "sum(p.numel())": f"{row.model:,}"}
+              for row in rows])

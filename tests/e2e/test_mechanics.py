@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.e2e.harness import open_app_page, screenshot, wait_idle
+from tests.e2e.harness import open_app_page, screenshot_whole_page, wait_idle
 
 PAGES = ["hand-built-rnn", "unrolling-bptt", "truncated-bptt", "stacked-rnns"]
 
@@ -21,7 +21,7 @@ def _metric_values(page) -> list[str]:
 def test_mechanics_page_loads(page, base_url, url_path):
     _open(page, base_url, url_path)
     assert page.locator("[data-testid='stException']").count() == 0
-    screenshot(page, f"mechanics-{url_path}")
+    screenshot_whole_page(page, f"mechanics-{url_path}")
 
 
 def test_hand_built_step_shows_the_new_state(page, base_url):
@@ -41,4 +41,4 @@ def test_hand_built_step_shows_the_new_state(page, base_url):
         assert (h_t, y_t) == (expected_h, expected_y)
     assert "t=5" in page.url and "bits=010111011" in page.url  # the step travels in the shareable link
     assert page.locator("[data-testid='stException']").count() == 0
-    screenshot(page, "mechanics-hand-built-rnn-step-5")
+    screenshot_whole_page(page, "mechanics-hand-built-rnn-step-5")
