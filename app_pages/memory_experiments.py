@@ -5,20 +5,14 @@ import streamlit as st
 from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, ConditioningConfig, shakespeare_available
 from rnnviz.experiments.cost import CostConfig
 from rnnviz.experiments.delay import SIZINGS, DelaySweepConfig, parameter_breakdown
-from rnnviz.figures.experiments import (
-    MODEL_NAMES,
-    cost_memory_figure,
-    cost_time_figure,
-    delay_curves_figure,
-    delay_sweep_figure,
-    length_histogram_figure,
-    position_gap_figure,
-    state_memory_figure,
-)
+from rnnviz.figures.experiments import MODEL_NAMES
 from rnnviz.ui.memory import (
     compute_conditioning,
     compute_cost_sweep,
     compute_delay_sweep,
+    conditioning_figures,
+    cost_figures,
+    delay_figures,
     stored_conditioning,
     stored_cost_sweep,
     stored_delay_sweep,
@@ -133,7 +127,8 @@ def delay_tab() -> None:
                    "below the wall time means other work was sharing the machine.")
     c2.metric("Runs", len(sweep.runs))
     c3.metric("Chance accuracy", f"{1 / config.alphabet:.3f}")
-    plot(delay_sweep_figure(sweep), key="memory_delay_sweep_fig")
+    sweep_fig, curves_fig = delay_figures(config)
+    plot(sweep_fig, key="memory_delay_sweep_fig")
     verdicts = []
     for delay in config.delays:
         means = {k: sweep.final(k).mean[sweep.final(k).x.index(delay)] for k in config.kinds}
@@ -148,7 +143,7 @@ def delay_tab() -> None:
         "task; it is not a general claim about either architecture: more steps, other widths or learning rates "
         "can move the curves. The training-batch loss in the table below is only what the optimiser saw."
     )
-    plot(delay_curves_figure(sweep), key="memory_delay_curves_fig")
+    plot(curves_fig, key="memory_delay_curves_fig")
     with st.expander("Every run, and the command that repeats it"):
         st.dataframe([
             {"model": MODEL_NAMES[r.kind], "D": r.delay, "seed": r.seed, "H": r.hidden, "parameters": r.parameters,
@@ -227,7 +222,8 @@ def conditioning_tab() -> None:
         f"{ceiling}. These are small models trained for seconds: compare the two variants with each other, "
         "not with a real captioning system."
     )
-    plot(position_gap_figure(result), key="memory_cond_gap_fig")
+    gap_fig, lengths_fig = conditioning_figures(config)
+    plot(gap_fig, key="memory_cond_gap_fig")
     st.caption(
         "Each point averages, over held-out lines, the loss at position t with a wrong v minus with the right v. "
         "With v only in h₀ the text read so far soon says more about the style than v does, so the gap should "
@@ -242,7 +238,7 @@ def conditioning_tab() -> None:
         for col, (name, variant) in zip(cols, result.variants.items()):
             col.markdown(f"{STYLE_LABELS[style]}, {VARIANTS[name]}")
             col.code("\n".join(variant.shown[s]) or "(empty lines)", language=None)
-    plot(length_histogram_figure(result), key="memory_cond_lengths_fig")
+    plot(lengths_fig, key="memory_cond_lengths_fig")
 
 
 def cost_tab() -> None:
@@ -283,11 +279,12 @@ def cost_tab() -> None:
     c2.metric("Attention time slope", f"{sweep.slope('attention_seconds'):.2f}")
     c3.metric("Attention memory slope", f"{sweep.slope('attention_peak_bytes'):.2f}")
     c4.metric("Measured wall time", f"{sweep.seconds:.1f} s", help=f"{sweep.threads} torch thread(s)")
+    time_fig, memory_fig, state_fig = cost_figures(config)
     col_time, col_memory = st.columns(2)
     with col_time:
-        plot(cost_time_figure(sweep), key="memory_cost_time_fig")
+        plot(time_fig, key="memory_cost_time_fig")
     with col_memory:
-        plot(cost_memory_figure(sweep), key="memory_cost_memory_fig")
+        plot(memory_fig, key="memory_cost_memory_fig")
     st.caption(
         f"Batch 1, width d = {config.width}, float32, {sweep.threads} torch thread(s), forward only (no "
         f"gradient), median of {config.repeats} "
@@ -298,7 +295,7 @@ def cost_tab() -> None:
         "torch, such as oneDNN's scratch space, are not counted. Attention here builds the T×T matrix; fused "
         "kernels such as FlashAttention avoid storing it, but not the T² work."
     )
-    plot(state_memory_figure(sweep), key="memory_cost_state_fig")
+    plot(state_fig, key="memory_cost_state_fig")
     st.dataframe([
         {"T": p.length, "LSTM: sequential steps first → last token": p.path_lstm,
          "attention: steps first → last token": p.path_attention,

@@ -14,6 +14,7 @@ attention. Slopes are fitted on log-log axes: log y = slope · log T + intercept
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -55,6 +56,9 @@ def peak_allocated_bytes(fn: Callable[[], object]) -> int:
     with a signed size; the peak is the highest running sum. Memory a library allocates on its own, outside
     torch's allocator (such as a oneDNN scratch pad), is not seen.
     """
+    # Kineto writes two "USDT" lines to stderr per profile unless its log level is raised; a user's own
+    # KINETO_LOG_LEVEL still wins.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     records = sorted(

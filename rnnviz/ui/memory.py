@@ -8,7 +8,16 @@ import streamlit as st
 from rnnviz.experiments.conditioning import ConditioningConfig, ConditioningResult, run_conditioning
 from rnnviz.experiments.cost import CostConfig, CostSweep, measure_cost_at, run_cost_sweep
 from rnnviz.experiments.delay import DelaySweep, DelaySweepConfig, run_copy, run_delay_sweep
-from rnnviz.figures.experiments import MODEL_NAMES
+from rnnviz.figures.experiments import (
+    MODEL_NAMES,
+    cost_memory_figure,
+    cost_time_figure,
+    delay_curves_figure,
+    delay_sweep_figure,
+    length_histogram_figure,
+    position_gap_figure,
+    state_memory_figure,
+)
 from rnnviz.ui.memo import NotComputed, lookup, remember
 
 DELAY_RUNS = "memory-delay-run"
@@ -98,3 +107,28 @@ def compute_conditioning(config: ConditioningConfig) -> ConditioningResult:
     result = remember(CONDITIONING, config, lambda: run_conditioning(config, report))
     bar.empty()
     return result
+
+
+# Figures of stored results, cached by the same configs, so that a rerun does not rebuild them. Call these
+# only once the result is stored: each reads it back from the store.
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def delay_figures(config: DelaySweepConfig) -> tuple:
+    """(accuracy against D, accuracy against step) of a stored sweep."""
+    sweep = stored_delay_sweep(config)
+    return delay_sweep_figure(sweep), delay_curves_figure(sweep)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cost_figures(config: CostConfig) -> tuple:
+    """(forward time, peak memory, carried state) of a stored measurement."""
+    sweep = stored_cost_sweep(config)
+    return cost_time_figure(sweep), cost_memory_figure(sweep), state_memory_figure(sweep)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def conditioning_figures(config: ConditioningConfig) -> tuple:
+    """(loss gap by position, line lengths) of a stored run."""
+    result = stored_conditioning(config)
+    return position_gap_figure(result), length_histogram_figure(result)
