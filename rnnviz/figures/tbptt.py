@@ -94,14 +94,16 @@ def sweep_figure(runs: Sequence[ChunkRun], delay: int, chance: float) -> go.Figu
     colours = [PALETTE["hidden"] if k > delay else PALETTE["input"] for k in ks]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=ks, y=acc, mode="lines+markers+text", text=[f"{a:.2f}" for a in acc],
-                             textposition="middle right", line=dict(color=PALETTE["measured"], width=2),
+                             textposition="top right", line=dict(color=PALETTE["measured"], width=2),
                              marker=dict(size=13, color=colours), name="held-out accuracy",
                              hovertemplate="K = %{x}<br>accuracy %{y:.3f}<extra></extra>"))
     fig.add_vline(x=delay, line=dict(color=PALETTE["highlight"], width=2, dash="dash"),
                   annotation_text=f"D = {delay}", annotation_position="top left")
     fig.add_hline(y=chance, line=dict(color=PALETTE["theory"], width=1.5, dash="dot"),
                   annotation_text=f"chance {chance:.2f}", annotation_position="bottom right")
-    fig.update_xaxes(title="chunk length K", tickmode="array", tickvals=ks)
+    pad = 0.08 * (max(ks + [delay]) - min(ks + [delay]) + 1)  # room for the last label
+    fig.update_xaxes(title="chunk length K", tickmode="array", tickvals=ks,
+                     range=[min(ks + [delay]) - pad, max(ks + [delay]) + 2 * pad])
     fig.update_yaxes(title="accuracy on held-out sequences", range=[0, 1.15])
     fig.update_layout(title="Accuracy after training, for each chunk length K", showlegend=False)
     house_style(fig, height=380)
