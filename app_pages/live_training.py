@@ -91,7 +91,9 @@ def training_panel() -> None:
     run = live.current_run()
     if run is None or not run.is_active:
         st.rerun()  # paused or reset meanwhile: redraw the page with its controls
-    run.tick(live.training_slots(), live.owner(), live.CHUNK_SECONDS)
+    # A click may have started this script thread while the last one still trains its chunk: then draw now
+    # and train on the next rerun, so that the click is answered at once.
+    run.tick_unless_busy(live.training_slots(), live.owner(), live.CHUNK_SECONDS)
     show_run(run)
     if not run.is_active:
         st.rerun()  # finished or halted by itself: the controls change too

@@ -272,6 +272,15 @@ class LiveRun:
             slots.release(owner)
         return records
 
+    def tick_unless_busy(self, slots: TrainingSlots, owner: Hashable, max_seconds: float) -> list[StepRecord]:
+        """``tick``, or nothing when another thread is training this run right now (its chunk counts)."""
+        if not self.lock.acquire(blocking=False):
+            return []
+        try:
+            return self.tick(slots, owner, max_seconds)
+        finally:
+            self.lock.release()
+
     @_locked
     def step_once(self, slots: TrainingSlots, owner: Hashable, max_seconds: float) -> list[StepRecord]:
         """One chunk on demand (the Step button) for a run that is not training: it needs a free slot now,

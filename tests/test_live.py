@@ -196,3 +196,23 @@ def test_a_pause_from_another_thread_waits_for_the_chunk_in_flight(corpus):
     run.pause()
     assert not worker.is_alive(), "pause waited for the chunk"
     assert run.step > 0 and run.message.startswith(f"Paused at step {run.step}.")
+
+
+def test_a_tick_skips_while_another_thread_trains(corpus):
+    run = LiveRun.create(TINY, corpus, LiveSettings(step_budget=100, sample_every=1000, sample_length=5))
+    run.start()
+    slots = TrainingSlots(1)
+    busy, release = threading.Event(), threading.Event()
+
+    def hold():
+        with run.lock:
+            busy.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    busy.wait()
+    assert run.tick_unless_busy(slots, "me", 0.0) == [] and run.step == 0
+    release.set()
+    holder.join()
+    assert len(run.tick_unless_busy(slots, "me", 0.0)) == 1

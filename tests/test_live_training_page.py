@@ -188,3 +188,20 @@ def test_offline_download_explains_and_keeps_the_previous_corpus(tmp_path, monke
     assert any("Could not download Tiny Shakespeare" in e.value for e in at.error)
     assert at.session_state.get(LIVE_RUN_KEY) is None
     assert at.selectbox(key=key("builtin")).value == "hello"
+
+
+def test_reset_asks_first_once_the_model_trained_a_minute():
+    at = hello_page()
+    at.button(key=key("step")).click().run()
+    run = at.session_state[LIVE_RUN_KEY]
+    run.trainer.seconds = 61.0  # as if it had trained for a minute
+    at.button(key=key("reset")).click().run()
+    assert at.session_state[LIVE_RUN_KEY] is run
+    assert any("trained for 1.0 minutes" in w.value for w in at.warning)
+    at.button(key=key("confirm_reset_no")).click().run()
+    assert at.session_state[LIVE_RUN_KEY] is run and not at.warning
+    at.button(key=key("reset")).click().run()
+    at.button(key=key("confirm_reset_yes")).click().run()
+    assert at.session_state.get(LIVE_RUN_KEY) is None and not at.exception
+    at.button(key=key("step")).click().run()
+    assert at.session_state[LIVE_RUN_KEY] is not run and at.session_state[LIVE_RUN_KEY].step > 0
