@@ -124,8 +124,8 @@ def run(seconds: float = 150.0, reference: bool = True, slice_s: float = 5.0) ->
                         reached[name] = t
     preset = contenders["preset"].trainer
     rows = []
-    for mark in (m for m in MARKS if m <= seconds):
-        rows.append([f"{mark} s", *(f"{curves[name].get(float(mark), float('nan')):.3f}" for name in contenders)])
+    for t in sorted(set().union(*curves.values())):
+        rows.append([f"{t:.0f} s", *(f"{curves[name][t]:.3f}" if t in curves[name] else "" for name in contenders)])
     rows.append([f"first ≤ {TARGET}", *(f"{reached[n]:.0f} s" if reached[n] else "not reached" for n in contenders)])
     print_table(
         f"time_to_loss: val loss (nats/char) on Tiny Shakespeare by seconds of training, interleaved in {slice_s:g} s "

@@ -303,6 +303,7 @@ def tiny_shakespeare_path(
                 f"The Tiny Shakespeare download from {url} has sha256 {digest[:12]}…, not the published "
                 f"{TINY_SHAKESPEARE_SHA256[:12]}…; it was not kept. {OFFLINE_HINT}"
             )
+        tmp.chmod(0o644)  # mkstemp made it private; a cache file is ordinary data
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)

@@ -297,9 +297,6 @@ class Trainer:
                 grads = [p.grad for p in params if p.grad is not None]
                 total_norm = torch.nn.utils.get_total_norm(grads)
                 grad_norm = total_norm.item()
-                if config.clip is not None and grad_norm > config.clip:
-                    # g ← g · θ / ‖g‖, as clip_grad_norm_ does; skipped when it would multiply by 1.
-                    torch.nn.utils.clip_grads_with_norm_(params, config.clip, total_norm)
                 if not math.isfinite(grad_norm):
                     optimizer.zero_grad(set_to_none=True)
                     self._halt(
@@ -308,6 +305,9 @@ class Trainer:
                         restore=False,
                     )
                     break
+                if config.clip is not None and grad_norm > config.clip:
+                    # g ← g · θ / ‖g‖, as clip_grad_norm_ does; skipped when it would multiply by 1.
+                    torch.nn.utils.clip_grads_with_norm_(params, config.clip, total_norm)
                 optimizer.step()
                 self.state = detach_state(state)
                 self.step += 1
@@ -576,12 +576,23 @@ def main(argv: list[str] | None = None) -> int:
     from rnnviz.checkpoint import save_checkpoint
 
     args = build_parser().parse_args(argv)
+    download = {}
+
+    def show_download(done: int, total: int) -> None:
+        if "bar" not in download:
+            download["bar"] = tqdm(total=total or None, unit="B", unit_scale=True, desc="downloading",
+                                   disable=args.quiet)
+        download["bar"].update(done - download["bar"].n)
+
     try:
         config, corpus_spec = config_from_args(args)
-        corpus = load_corpus(corpus_spec)
+        corpus = load_corpus(corpus_spec, progress=show_download)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    finally:
+        if "bar" in download:
+            download["bar"].close()
     threads = configure_cpu()
     trainer = Trainer(config, corpus)
     minutes = args.minutes if args.minutes is not None else (None if args.steps else PRESETS[args.preset].minutes)
