@@ -48,15 +48,22 @@ class Scale:
 
 
 def scale_for(quantity: str, values: np.ndarray) -> Scale:
-    """The natural range of a quantity: gates (0, 1) centred on 0.5, h and candidates (−1, 1), c symmetric."""
+    """The colour range of a quantity: gates (0, 1) centred on 0.5, h and candidates (−1, 1) centred on 0.
+
+    The cell state c_t is unbounded and often sits far from 0 (a counter may run from −30 to 0), so it
+    is coloured over its own range in the text, from its minimum (blue) through the midpoint (white) to its
+    maximum (red); the legend prints the three numbers.
+    """
     if quantity in ("i", "f", "o", "r", "z"):
         return Scale(0.0, 0.5, 1.0)
     if quantity in ("h", "g", "n"):
         return Scale(-1.0, 0.0, 1.0)
-    finite = np.abs(values[np.isfinite(values)]) if len(values) else np.array([])
-    extent = float(finite.max()) if finite.size else 1.0
-    extent = max(extent, 1e-6)
-    return Scale(-extent, 0.0, extent)
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (-1.0, 1.0)
+    if high - low < 1e-6:
+        low, high = low - 1.0, high + 1.0
+    return Scale(low, 0.5 * (low + high), high)
 
 
 def rgb(position: float) -> tuple[int, int, int]:

@@ -207,6 +207,7 @@ class FeatureRanking:
     by_accuracy: tuple[RankedCell, ...]  # 0/1 features: top cells by threshold accuracy; else ()
     base_rate: float | None  # 0/1 features: accuracy of always guessing the more common value
     varies: bool  # False when the feature is constant over the text (nothing to rank)
+    clearest: RankedCell | None = None  # best |r| among cells that track this feature more than any other
 
     @property
     def best(self) -> RankedCell | None:
@@ -287,11 +288,14 @@ def rank_cells(
         layer, unit = divmod(rest, hidden)
         return CellId(layer, unit, trace.quantities[q])
 
+    strongest = np.abs(flat).argmax(axis=1)  # (Q·L·H,): each cell's best-tracked feature
     rankings = {}
     for j, (name, y) in enumerate(tracks.items()):
         varies = bool(np.ptp(y) > 0)
         order = np.argsort(-np.abs(flat[:, j])) if varies else np.array([], dtype=int)
         by_r = tuple(RankedCell(cell_at(k), float(flat[k, j])) for k in order[:top])
+        own = order[strongest[order] == j][:1]
+        clearest = RankedCell(cell_at(own[0]), float(flat[own[0], j])) if own.size else None
         by_accuracy, base_rate = (), None
         binary = FEATURES[name].binary if name in FEATURES else bool(np.isin(y, (0, 1)).all())
         if binary:
@@ -302,7 +306,7 @@ def rank_cells(
                 scored = [RankedCell(c, float(flat[k, j]), float(a), float(th), bool(ab))
                           for c, k, a, th, ab in zip(chosen, order, accuracy, theta, above)]
                 by_accuracy = tuple(sorted(scored, key=lambda c: -c.accuracy)[:top])
-        rankings[name] = FeatureRanking(name, by_r, by_accuracy, base_rate, varies)
+        rankings[name] = FeatureRanking(name, by_r, by_accuracy, base_rate, varies, clearest)
     return rankings
 
 

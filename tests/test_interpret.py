@@ -128,6 +128,7 @@ def test_ranking_finds_the_unit_wired_to_count_brackets_first():
     assert best.cell == CellId(0, 3, "h")
     assert best.r == pytest.approx(1.0, abs=1e-5)
     assert abs(rankings["bracket_depth"].by_correlation[1].r) < 0.99
+    assert rankings["bracket_depth"].clearest == best  # it tracks depth more than any other feature
 
 
 def test_correlations_match_numpy_corrcoef():
@@ -280,5 +281,5 @@ def test_colour_scale_ends_and_centre():
     scale = Scale(0.0, 0.5, 1.0)
     assert scale.position(1.0) == 1.0 and scale.position(0.5) == 0.0 and scale.position(-3.0) == -1.0
     assert rgb(0.0) == (247, 247, 247) and rgb(1.0) == (178, 24, 43) and rgb(-1.0) == (33, 102, 172)
-    assert scale_for("c", np.array([-3.0, 2.0])) == Scale(-3.0, 0.0, 3.0)
+    assert scale_for("c", np.array([-3.0, 2.0, 1.0])) == Scale(-3.0, -0.5, 2.0)
     assert scale_for("f", np.array([0.2])) == Scale(0.0, 0.5, 1.0)

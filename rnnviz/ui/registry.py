@@ -48,6 +48,8 @@ PAGES: tuple[PageSpec, ...] = (
     # --- Character models ---
     PageSpec("app_pages/live_training.py", "Character model — live training", "char-model-training",
              "Character models", ":material/model_training:"),
+    PageSpec("app_pages/hidden_cell_explorer.py", "Hidden-cell explorer", "hidden-cell-explorer", "Character models",
+             ":material/visibility:"),
     # --- Experiments ---
     PageSpec("app_pages/memory_experiments.py", "Memory experiments", "memory-experiments", "Experiments",
              ":material/science:"),

@@ -1,0 +1,47 @@
+"""The hidden-cell explorer in a real browser: it loads on the shipped Python model, a ranked cell's button
+recolours the text, and a hostile text shows as literal characters without running anything."""
+
+from tests.e2e.harness import open_app_page, screenshot, wait_idle
+
+XSS = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+FIRST_LOAD_MS = 180_000  # the first visit traces and ranks 10k characters twice (trained and random model)
+
+
+def no_exception(page) -> bool:
+    return page.locator("[data-testid='stException']").count() == 0
+
+
+def coloured_text(page) -> str:
+    """The characters of the main coloured passage as drawn (whitespace as ·, ↵, →)."""
+    return page.locator("[data-testid='stHtml']").first.inner_text()
+
+
+def test_explorer_loads_and_a_ranked_cell_recolours_the_text(page, base_url):
+    open_app_page(page, base_url, "hidden-cell-explorer", timeout_ms=FIRST_LOAD_MS)
+    assert no_exception(page)
+    assert page.get_by_text("correlation with each feature over all").is_visible()
+    screenshot(page, "hidden-cell-explorer-python")
+    before = page.locator("[data-testid='stHtml']").first.inner_html()
+    page.get_by_role("button", name="Show").nth(2).click()
+    wait_idle(page)
+    assert no_exception(page)
+    assert page.locator("[data-testid='stHtml']").first.inner_html() != before
+    page.wait_for_function("() => window.location.search.includes('unit=')")
+
+
+def test_hostile_text_shows_as_literal_characters_and_raises_no_dialog(page, base_url):
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    open_app_page(page, base_url, "hidden-cell-explorer", timeout_ms=FIRST_LOAD_MS)
+    page.get_by_text("my own text").click()
+    wait_idle(page)
+    area = page.get_by_label("Your text")
+    area.fill(f"s = '{XSS}'\nprint(s)\n")
+    area.press("Control+Enter")
+    wait_idle(page)
+    page.wait_for_timeout(500)  # give an injected handler the chance to fire, were there one
+    assert no_exception(page)
+    assert XSS.replace(" ", "·") in coloured_text(page)
+    assert page.locator("[data-testid='stHtml'] img, [data-testid='stHtml'] script").count() == 0
+    assert dialogs == []
+    screenshot(page, "hidden-cell-explorer-xss")

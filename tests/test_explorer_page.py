@@ -1,0 +1,134 @@
+"""The hidden-cell explorer page in AppTest: it opens on the shipped Python model with an interpretable cell,
+its numbers equal the engine's, a ranked cell's button recolours the text, and bad input gets words."""
+
+import html
+import re
+
+import numpy as np
+import pytest
+
+from rnnviz.checkpoint import load_checkpoint
+from rnnviz.corpus import load_builtin
+from rnnviz.interpret import CellId, trace_cells
+from rnnviz.sample import Intervention, generate
+from rnnviz.textfeatures import FEATURES, feature_tracks
+from rnnviz.ui.explorer import held_out_text
+from rnnviz.ui.models import PRETRAINED_DIR
+from tests.apptest_helpers import open_page, page_text
+
+PAGE = "app_pages/hidden_cell_explorer.py"
+MODEL = PRETRAINED_DIR / "lstm-python-stdlib.pt"
+XSS = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+
+
+@pytest.fixture(scope="module")
+def opened():
+    at = open_page(PAGE)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture(scope="module")
+def engine():
+    """The same passage and trace computed here, outside the page."""
+    checkpoint = load_checkpoint(MODEL)
+    text = held_out_text(load_builtin("python-stdlib"), 10_000)
+    return checkpoint, text, trace_cells(checkpoint.model, checkpoint.vocab.encode(text)), feature_tracks(text, "code")
+
+
+def chosen_cell(at) -> CellId:
+    state = at.session_state
+    return CellId(int(state["explorer_layer"]), int(state["explorer_unit"]), state["explorer_quantity"])
+
+
+def colouring(at) -> str:
+    """The HTML of the main coloured passage (the first st.html: legend and text)."""
+    return at.html[0].value
+
+
+def test_opens_on_the_python_model_with_a_cell_that_tracks_indentation_or_quotes(opened, engine):
+    at = opened
+    _, text, trace, tracks = engine
+    assert at.session_state["explorer_source"] == "pretrained:lstm-python-stdlib"
+    feature = at.session_state["explorer_feature"]
+    assert feature in ("indent", "string")
+    cell = chosen_cell(at)
+    r = np.corrcoef(trace.cell(cell), tracks[feature])[0, 1]
+    assert abs(r) >= 0.5, f"{cell.label} tracks {feature} only with r = {r:.3f}"
+    others = [abs(np.corrcoef(trace.cell(cell), tracks[f])[0, 1]) for f in tracks if f != feature]
+    assert abs(r) > max(others), "the opening cell tracks its feature more than any other feature"
+    shown = page_text(at)
+    assert f"**{cell.label}**: correlation with each feature" in shown
+    assert f"{FEATURES[feature].label} r = {r:+.2f}" in shown
+    # The finder's list is the engine's ranking: its first row prints the top cell's r.
+    all_r = {(q, unit): np.corrcoef(trace.block(0, q)[:, unit], tracks[feature])[0, 1]
+             for q in trace.quantities for unit in range(trace.hidden)}
+    (q_top, unit_top), r_top = max(all_r.items(), key=lambda item: abs(np.nan_to_num(item[1])))
+    assert f"**1. layer 0, unit {unit_top}, {q_top}**  \nr = {r_top:+.3f}" in shown
+    table = at.dataframe[0].value
+    row = table[table["feature"] == FEATURES[feature].label].iloc[0]
+    assert row["r"] == pytest.approx(r_top, abs=1e-3)
+    assert row["clearest cell (tracks this feature most)"] == f"{cell.label}: r = {r:+.3f}"
+    # The colouring is of that cell over the first window; hovering shows the exact value.
+    assert f"{cell.quantity} = {trace.cell(cell)[0]:+.4f}" in colouring(at)
+
+
+def test_selecting_a_top_ranked_cell_changes_the_colouring(opened):
+    at = opened
+    before_cell, before_html = chosen_cell(at), colouring(at)
+    rows = re.findall(r"\*\*(\d+)\. (layer \d+, unit \d+, \w+)\*\*", page_text(at))
+    rank, label = next((int(n), lab) for n, lab in rows if lab != before_cell.label)
+    at.button(key=f"explorer_show_{rank}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert chosen_cell(at).label == label
+    assert colouring(at) != before_html
+    assert f"**{label}**: correlation with each feature" in page_text(at)
+
+
+def test_an_empty_pattern_range_gives_a_clear_warning(opened):
+    at = opened
+    start = at.slider(key="explorer_range").value[0]
+    at.slider(key="explorer_range").set_value((start, start)).run()
+    assert not at.exception
+    assert any("The selected range is empty" in w.value for w in at.warning)
+    at.radio(key="explorer_pattern_mode").set_value("substring").run()
+    at.text_input(key="explorer_substring").set_value("zzqqzz-not-there").run()
+    assert any("does not" in w.value for w in at.warning)
+
+
+def test_the_samples_shown_are_the_engines(opened, engine):
+    at = opened
+    checkpoint = engine[0]
+    cell = chosen_cell(at)
+    prime = at.text_area(key="explorer_prime").value
+    on = at.radio(key="explorer_iv_on").value
+    expected = generate(checkpoint.model, checkpoint.vocab, prime, 300, temperature=0.7, seed=0)
+    held = generate(checkpoint.model, checkpoint.vocab, prime, 300, temperature=0.7, seed=0,
+                    interventions=[Intervention(cell.layer, cell.unit, 0.0, on)])
+    shown = [c.value for c in at.code]
+    assert prime + expected in shown and prime + held in shown
+
+
+def test_own_text_is_shown_as_literal_characters(opened):
+    at = opened
+    at.radio(key="explorer_text_mode").set_value("own").run()
+    at.text_area(key="explorer_own_text").set_value(f"x = '{XSS}'\nprint(x)\n").run()
+    assert not at.exception, [e.value for e in at.exception]
+    body = colouring(at)
+    assert "<script" not in body and "<img" not in body
+    glyphs = re.findall(r'<span style="[^"]*" title="[^"]*">(.*?)</span>', body)
+    assert XSS.replace(" ", "·") in "".join(html.unescape(g) for g in glyphs)  # one escaped span per character
+
+
+def test_too_short_own_text_gets_a_warning(opened):
+    at = opened
+    at.text_area(key="explorer_own_text").set_value("x = 1").run()
+    assert any("at least 20 characters" in w.value for w in at.warning)
+
+
+def test_the_link_restores_the_model_and_the_cell():
+    at = open_page(PAGE, query={"model": "pretrained:lstm-python-stdlib", "layer": "0", "unit": "7", "q": "h"})
+    assert not at.exception
+    assert chosen_cell(at) == CellId(0, 7, "h")
+    assert "**layer 0, unit 7, h**: correlation" in page_text(at)
+    assert at.query_params["unit"] == ["7"] or at.query_params["unit"] == "7"
