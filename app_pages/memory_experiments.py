@@ -192,7 +192,7 @@ def conditioning_tab() -> None:
             st.error(str(err))
             return
     if result is None:
-        st.info("Press **Train both variants**: both models see the same batches for the same steps.")
+        st.info(f"Press **Train both variants**: both models see the same batches, {config.steps} steps each.")
         return
 
     cols = st.columns(len(result.variants) + 1)

@@ -2,17 +2,21 @@
 
 from tests.e2e.harness import open_app_page, screenshot, wait_idle
 
+RUN_TIMEOUT_MS = 240_000  # a quick run on two busy cores
 
-def _run_quick(page, tab: str, button: str) -> None:
+
+def _run_quick(page, tab: str, quick_sign: str, button: str, result_sign: str):
+    """Open a tab, switch on its quick settings, run, and wait for the result; returns the tab's panel."""
     page.get_by_role("tab", name=tab).click()
     panel = page.get_by_role("tabpanel", name=tab)
     panel.get_by_text("Quick settings").click()
-    page.wait_for_timeout(500)  # let the rerun start before waiting for it to end
+    panel.get_by_text(quick_sign, exact=False).wait_for(timeout=60_000)  # the quick values are in place
     wait_idle(page)
     panel.get_by_role("button", name=button).click()
-    page.wait_for_timeout(500)
-    wait_idle(page, timeout_ms=180_000)
+    panel.get_by_text(result_sign, exact=False).first.wait_for(timeout=RUN_TIMEOUT_MS)
+    wait_idle(page, timeout_ms=RUN_TIMEOUT_MS)
     assert page.locator("[data-testid='stException']").count() == 0
+    return panel
 
 
 def test_memory_experiments_run_quick_in_browser(page, base_url):
@@ -20,20 +24,18 @@ def test_memory_experiments_run_quick_in_browser(page, base_url):
     open_app_page(page, base_url, "memory-experiments")
     assert page.get_by_role("heading", name="Memory experiments", level=1).is_visible()
 
-    _run_quick(page, "1 · Delayed copy: RNN against LSTM", "Run the sweep")
-    panel = page.get_by_role("tabpanel", name="1 · Delayed copy: RNN against LSTM")
-    assert panel.get_by_text("Measured (mean final accuracy over seeds)").is_visible()
+    panel = _run_quick(page, "1 · Delayed copy: RNN against LSTM", "12 runs in all", "Run the sweep",
+                       "Measured (mean final accuracy over seeds)")
+    assert panel.get_by_text("D = 8: vanilla RNN").is_visible()
     assert panel.locator(".js-plotly-plot").count() == 2
     screenshot(page, "memory-experiments-delay")
 
-    _run_quick(page, "3 · What recurrence costs", "Measure")
-    panel = page.get_by_role("tabpanel", name="3 · What recurrence costs")
-    assert panel.get_by_text("Attention time slope").is_visible()
+    panel = _run_quick(page, "3 · What recurrence costs", "T = 64 … 512", "Measure", "Attention time slope")
     assert panel.locator(".js-plotly-plot").count() == 3
     screenshot(page, "memory-experiments-cost")
 
-    _run_quick(page, "2 · Conditioning on a vector", "Train both variants")
-    panel = page.get_by_role("tabpanel", name="2 · Conditioning on a vector")
+    panel = _run_quick(page, "2 · Conditioning on a vector", "30 steps each", "Train both variants",
+                       "How long v matters")
     assert panel.get_by_text("Samples", exact=True).is_visible()
     assert panel.locator(".js-plotly-plot").count() == 2
     screenshot(page, "memory-experiments-conditioning")
