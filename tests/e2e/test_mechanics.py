@@ -28,13 +28,18 @@ def test_hand_built_step_shows_the_new_state(page, base_url):
     _open(page, base_url, "hand-built-rnn")
     assert _metric_values(page)[:2] == ["0", "(0, 0, 1)"]  # t = 0, h_0
     step = page.get_by_role("button", name="Step", exact=True)
-    for expected_h, expected_y in [("(0, 0, 1)", "0"), ("(1, 0, 1)", "0"), ("(0, 1, 1)", "0"), ("(1, 0, 1)", "0"),
-                                   ("(1, 1, 1)", "1")]:
+    expected = [("(0, 0, 1)", "0"), ("(1, 0, 1)", "0"), ("(0, 1, 1)", "0"), ("(1, 0, 1)", "0"), ("(1, 1, 1)", "1")]
+    for t, (expected_h, expected_y) in enumerate(expected, start=1):
         step.click()
+        # The caption names the step and the third metric is h_t: wait until both show step t.
         page.wait_for_function(
-            "h => [...document.querySelectorAll(\"[data-testid='stMetricValue']\")].some(e => e.innerText.trim() === h)"
-            " && document.querySelectorAll(\"[data-testid='stMetricValue']\").length === 4",
-            arg=expected_h, timeout=30_000,
+            """([t, h]) => {
+                const values = [...document.querySelectorAll("[data-testid='stMetricValue']")];
+                const caption = [...document.querySelectorAll("[data-testid='stMarkdownContainer']")]
+                    .some(e => e.innerText.includes(`t = ${t} of 9`));
+                return caption && values.length === 4 && values[2].innerText.trim() === h;
+            }""",
+            arg=[t, expected_h], timeout=30_000,
         )
         wait_idle(page)
         x_t, h_prev, h_t, y_t = _metric_values(page)
