@@ -1,6 +1,6 @@
 """Memory experiments in a real browser: the page loads, and each tab runs its quick settings."""
 
-from tests.e2e.harness import open_app_page, screenshot, wait_idle
+from tests.e2e.harness import open_app_page, screenshot_whole_page, wait_idle
 
 RUN_TIMEOUT_MS = 240_000  # a quick run on two busy cores
 
@@ -20,7 +20,6 @@ def _run_quick(page, tab: str, quick_sign: str, button: str, result_sign: str):
 
 
 def test_memory_experiments_run_quick_in_browser(page, base_url):
-    page.set_viewport_size({"width": 1400, "height": 2800})  # Streamlit scrolls inside the app: show a whole tab
     open_app_page(page, base_url, "memory-experiments")
     assert page.get_by_role("heading", name="Memory experiments", level=1).is_visible()
 
@@ -28,14 +27,14 @@ def test_memory_experiments_run_quick_in_browser(page, base_url):
                        "Measured (mean final accuracy over seeds)")
     assert panel.get_by_text("D = 8: vanilla RNN").is_visible()
     assert panel.locator(".js-plotly-plot").count() == 2
-    screenshot(page, "memory-experiments-delay")
+    screenshot_whole_page(page, "memory-experiments-delay")
 
     panel = _run_quick(page, "3 · What recurrence costs", "T = 64 … 512", "Measure", "Attention time slope")
     assert panel.locator(".js-plotly-plot").count() == 3
-    screenshot(page, "memory-experiments-cost")
+    screenshot_whole_page(page, "memory-experiments-cost")
 
     panel = _run_quick(page, "2 · Conditioning on a vector", "30 steps each", "Train both variants",
                        "How long v matters")
     assert panel.get_by_text("Samples", exact=True).is_visible()
     assert panel.locator(".js-plotly-plot").count() == 2
-    screenshot(page, "memory-experiments-conditioning")
+    screenshot_whole_page(page, "memory-experiments-conditioning")
