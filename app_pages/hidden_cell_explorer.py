@@ -102,7 +102,7 @@ def choose_model() -> ex.ModelSource:
             st.error(st.session_state[UPLOAD_ERROR])
     if not sources:
         st.stop()
-    return sources[st.session_state[SOURCE]]
+    return ex.settled(sources[st.session_state[SOURCE]])
 
 
 def choose_text(source: ex.ModelSource) -> tuple[str, str]:

@@ -132,3 +132,49 @@ def test_the_link_restores_the_model_and_the_cell():
     assert chosen_cell(at) == CellId(0, 7, "h")
     assert "**layer 0, unit 7, h**: correlation" in page_text(at)
     assert at.query_params["unit"] == ["7"] or at.query_params["unit"] == "7"
+
+
+@pytest.fixture(scope="module")
+def live_run():
+    """A tiny live run, trained 6 steps with a snapshot every 2, as the live-training page keeps it."""
+    from rnnviz.corpus import corpus_from_user_text
+    from rnnviz.live import LiveRun, LiveSettings
+    from rnnviz.train import TrainConfig
+
+    code = "".join(f"def f{i}(a, b=[1, (2, {i})]):\n    return {{'k': (a + b[0]) * {i}}}\n\n" for i in range(300))
+    corpus = corpus_from_user_text(code, name="brackets.py")
+    run = LiveRun.create(TrainConfig(hidden=16, embed_dim=8, batch=4, seq_len=32, device="cpu"), corpus,
+                         LiveSettings(step_budget=6, snapshot_every=2, sample_every=100, eval_chars=500))
+    run.advance(60.0)
+    assert [step for step, _ in run.snapshots] == [0, 2, 4, 6]
+    return run
+
+
+def test_three_clicks_from_a_live_model_to_its_bracket_cell_and_its_snapshots(live_run):
+    from streamlit.testing.v1 import AppTest
+
+    from rnnviz.interpret import rank_cells
+    from rnnviz.ui.models import LIVE_RUN_KEY
+    from tests.apptest_helpers import APP, TIMEOUT
+
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state[LIVE_RUN_KEY] = live_run
+    at.run()
+    at.switch_page(PAGE).run()
+    at.selectbox(key="explorer_source").set_value("live").run()  # click 1: the model I trained
+    at.selectbox(key="explorer_feature").set_value("bracket_depth").run()  # click 2: the feature
+    at.button(key="explorer_show_1").click().run()  # click 3: its top cell
+    assert not at.exception, [e.value for e in at.exception]
+    trainer = live_run.trainer
+    text = held_out_text(trainer.corpus, 10_000)
+    trace = trace_cells(trainer.model, trainer.vocab.encode(text))
+    best = rank_cells(trace, feature_tracks(text, "code"))["bracket_depth"].best
+    assert chosen_cell(at) == best.cell
+    assert f"**1. {best.cell.label}**  \nr = {best.r:+.3f}" in page_text(at)
+    # Watch it emerge: the replay colours the passage with the weights of each snapshot.
+    replay = at.select_slider(key="explorer_snapshot_step")
+    assert list(replay.options) == ["0", "2", "4", "6"]
+    replay.set_value(0).run()
+    first = at.html[-1].value
+    at.select_slider(key="explorer_snapshot_step").set_value(6).run()
+    assert at.html[-1].value != first and "after 6 training steps" in at.html[-1].value

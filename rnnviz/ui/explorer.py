@@ -9,12 +9,13 @@ a hash of its weights, so no two sessions' models can share an entry by accident
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import streamlit as st
@@ -38,6 +39,7 @@ from rnnviz.ui.models import LIVE_RUN_KEY, ModelSource
 TRACE_STORE_ENTRIES = 4  # traces kept per process (each tens of MB)
 CODE_CORPORA = ("python-stdlib",)
 DOWNLOADABLE = ("tiny-shakespeare",)
+_LIVE_COPY = "explorer_live_copy"  # session key: ((run id, step), the CPU copy of the live model)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -110,6 +112,30 @@ def keep_known(text: str, vocab: Vocab) -> tuple[str, list[str]]:
 
 # ---------------------------------------------------------------------------------------------------------
 # Models
+
+
+def settled(source: ModelSource) -> ModelSource:
+    """The source with a still model: for the live run, a CPU copy of its weights taken under the run's lock.
+
+    The live page may be finishing a training chunk in another script thread; reading the weights under
+    the lock never sees half an update, and the copy keeps this page's trace, samples and fingerprint in
+    step with each other. The copy is kept per session until the run takes another step.
+    """
+    if source.key != "live":
+        return source
+    run = st.session_state.get(LIVE_RUN_KEY)
+    lock = getattr(run, "lock", None) or contextlib.nullcontext()
+    with lock:
+        step = run.trainer.step
+        cached = st.session_state.get(_LIVE_COPY)
+        if cached is None or cached[0] != (id(run), step):
+            with torch.random.fork_rng(devices=[]):
+                model = CharModel(run.trainer.model.config)  # its random init must not move the global RNG
+            model.load_state_dict({k: v.detach().to("cpu", torch.float32)
+                                   for k, v in run.trainer.model.state_dict().items()})
+            cached = ((id(run), step), model.eval())
+            st.session_state[_LIVE_COPY] = cached
+    return replace(source, model=cached[1], step=step)
 
 
 def fingerprint(source: ModelSource) -> str:
