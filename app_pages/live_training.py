@@ -55,9 +55,10 @@ speed_col.metric("Estimated speed", f"≈ {pending.chars_per_s:,.0f} chars/s" if
 with script_col:
     sampling.script_download(pending.config, corpus.vocab if corpus else None)
 if run is not None:
-    if setup.differs_from_run(run.trainer.config, pending):
-        st.info("These settings describe another model than the one training below. Reset discards it, and the "
-                "next Start builds one from these settings.", icon=":material/info:")
+    changed = setup.differences_from_run(run.trainer.config, pending)
+    if changed:
+        st.info(f"These settings differ from the run below ({'; '.join(changed)}). Reset discards that model, and "
+                "the next Start builds one from these settings.", icon=":material/info:")
     if setup.retunable_changes(run.trainer.config, pending):
         st.button("Apply the new learning rate and clipping to this run", key=setup.key("retune"),
                   icon=":material/tune:", on_click=live.on_retune,

@@ -8,7 +8,7 @@ a TrainConfig and LiveSettings, or into plain-words problems when a value is out
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import streamlit as st
 
@@ -49,6 +49,7 @@ CLIP_OPTIONS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 MAX_LR = 100.0
 SAMPLE_EVERY_OPTIONS = (10, 20, 25, 50, 100)  # all divide 100, so "Compare" finds the sample of step 100
 TYPICAL_VOCAB = 100  # for estimates before a corpus is loaded
+REFERENCE_MATMUL_FLOPS = 130e9  # dense fp32 matmul peak of the 2-core machine the presets were tuned on
 
 SOURCES = ("Built-in", "Upload a .txt file", "Paste text")
 CORPUS_LABELS = {
@@ -73,9 +74,9 @@ PASTE_RESULT = key("paste_result")  # (Corpus or None, error or None) of the las
 # --- Estimates ------------------------------------------------------------------------------------------
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, ttl=60)
 def matmul_flops() -> float:
-    """This server's dense matmul rate, measured once per process (a shared, read-only number)."""
+    """This server's dense matmul rate, measured at most once a minute (a shared, read-only number)."""
     return measure_matmul_flops()
 
 
@@ -88,9 +89,11 @@ def _nice(value: float) -> int:
 
 
 def preset_budget(preset: Preset, vocab_size: int = TYPICAL_VOCAB) -> int:
-    """Steps that fill the preset's minutes at the estimated speed of this server."""
+    """Steps that fill the preset's minutes on the reference 2-core CPU (a fixed number, not this moment's
+    load: a link to a preset always means the same run)."""
     config = preset.config
-    steps_per_s = estimate_chars_per_second(config, vocab_size, matmul_flops()) / (config.batch * config.seq_len)
+    speed = estimate_chars_per_second(config, vocab_size, REFERENCE_MATMUL_FLOPS)
+    steps_per_s = speed / (config.batch * config.seq_len)
     return min(max(_nice(preset.minutes * 60 * steps_per_s), 50), 50_000)
 
 
@@ -396,8 +399,11 @@ def retunable_changes(current: TrainConfig, pending: PendingRun) -> dict | None:
     return None if (lr, clip) == (current.lr, current.clip) else {"lr": lr, "clip": clip}
 
 
-def differs_from_run(current: TrainConfig, pending: PendingRun) -> bool:
-    """True when the widgets describe another model or optimizer than the run's (beyond lr and clipping)."""
+def differences_from_run(current: TrainConfig, pending: PendingRun) -> list[str]:
+    """The settings (beyond learning rate and clipping) in which the widgets differ from the run, as
+    "name: run's → widgets'"."""
     if pending.config is None:
-        return False
-    return replace(pending.config, lr=current.lr, clip=current.clip) != current
+        return []
+    return [f"{f.name.replace('_', ' ')}: {getattr(current, f.name)} → {getattr(pending.config, f.name)}"
+            for f in fields(TrainConfig) if f.name not in ("lr", "clip")
+            and getattr(current, f.name) != getattr(pending.config, f.name)]
