@@ -8,12 +8,22 @@ from tests.apptest_helpers import ROOT
 SOURCES = [p for p in ROOT.rglob("*.py") if ".venv" not in p.parts and "tests" not in p.relative_to(ROOT).parts]
 
 
+def _call_text(text: str, open_paren_end: int) -> str:
+    """The argument text of a call, from just after its "(" to the matching ")"."""
+    depth = 1
+    for i in range(open_paren_end, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[open_paren_end:i]
+    return text[open_paren_end:]
+
+
 def test_every_torch_load_uses_weights_only():
     offenders = []
     for path in SOURCES:
         text = path.read_text()
         for match in re.finditer(r"torch\.load\(", text):
-            call = text[match.start() : text.find(")", match.end()) + 1]
+            call = _call_text(text, match.end())
             if "weights_only=True" not in call:
                 offenders.append(f"{path.relative_to(ROOT)}:{text[: match.start()].count(chr(10)) + 1}")
     assert not offenders, f"torch.load without weights_only=True at {offenders}"
@@ -40,3 +50,14 @@ def test_engine_never_imports_streamlit():
     engine = [p for p in (ROOT / "rnnviz").rglob("*.py") if "ui" not in p.relative_to(ROOT / "rnnviz").parts]
     assert engine
     assert [str(p) for p in engine if pattern.search(p.read_text())] == []
+
+
+def test_openmp_threads_wait_passively_once_rnnviz_is_imported():
+    import os
+    import subprocess
+    import sys
+
+    code = "import rnnviz, os; print(os.environ['OMP_WAIT_POLICY'])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"})
+    assert out.stdout.strip() == "PASSIVE"
