@@ -32,9 +32,9 @@ setup.preset_picker()
 corpus_col, model_col, training_col = st.columns(3, gap="large")
 with corpus_col:
     st.subheader("Corpus")
-    setup.corpus_picker()
+    pending_download = setup.corpus_picker()
     corpus = setup.active_corpus()
-    setup.corpus_summary(corpus)
+    setup.corpus_summary(corpus, pending_download)
 with model_col:
     st.subheader("Model")
     setup.model_widgets()
@@ -44,7 +44,8 @@ with training_col:
 setup.schedule_widgets(on_change=live.on_budget_change)
 
 run = live.current_run()
-pending = setup.pending_run(corpus.vocab.size if corpus else None)
+vocab_size = setup.SHAKESPEARE_VOCAB if pending_download else corpus.vocab.size if corpus else None
+pending = setup.pending_run(vocab_size)
 for problem in pending.problems:
     st.error(problem, icon=":material/error:")
 size_col, speed_col, script_col = st.columns(3, vertical_alignment="center")
@@ -53,9 +54,10 @@ size_col.metric("Parameters", f"{pending.parameters:,}" if pending.parameters el
 speed_col.metric("Estimated speed", f"≈ {pending.chars_per_s:,.0f} chars/s" if pending.chars_per_s else "—",
                  help="From the model's size and this server's measured matmul rate; the run shows the real one.")
 with script_col:
-    sampling.script_download(pending.config, corpus.vocab if corpus else None)
+    sampling.script_download(pending.config, corpus.vocab if corpus and not pending_download else None)
 if run is not None:
-    changed = setup.differences_from_run(run.trainer.config, pending)
+    next_corpus = pending_download or (corpus.name if corpus else None)
+    changed = setup.differences_from_run(run.trainer.config, run.corpus_name, pending, next_corpus)
     if changed:
         st.info(f"These settings differ from the run below ({'; '.join(changed)}). Reset discards that model, and "
                 "the next Start builds one from these settings.", icon=":material/info:")

@@ -86,6 +86,9 @@ def test_bad_learning_rates_are_refused_and_the_run_is_kept():
         assert any(words in e.value for e in at.error), [e.value for e in at.error]
         assert at.session_state[LIVE_RUN_KEY] is run and run.trainer.history == history
     assert at.button(key=key("step")).disabled is False, "Step goes on with the run's own settings"
+    at.number_input(key=key("lr")).set_value(run.trainer.config.lr)
+    at.select_slider(key=key("hidden")).set_value(64).run()
+    assert any("differ from the run below (hidden: 256 → 64)" in i.value for i in at.info)
 
 
 def test_a_bad_upload_is_refused_and_the_previous_corpus_kept():

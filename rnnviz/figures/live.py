@@ -125,18 +125,21 @@ def hello_softmax_figure(walk: HelloWalkthrough) -> go.Figure:
     return fig
 
 
-def latex_matrix(values: np.ndarray, highlight_column: int | None = None, digits: int = 2) -> str:
-    """A bmatrix of numbers (a 1-D array is a column), one column drawn in the highlight colour."""
+def latex_matrix(
+    values: np.ndarray, highlight_column: int | None = None, digits: int = 2, highlight_row: int | None = None
+) -> str:
+    """A bmatrix of numbers (a 1-D array is a column), one column or row drawn in the highlight colour."""
     values = np.asarray(values, dtype=float)
     if values.ndim == 1:
         values = values[:, None]
     colour = PALETTE["highlight"]
     rows = []
-    for row in values:
+    for i, row in enumerate(values):
         cells = []
         for j, v in enumerate(row):
             cell = f"{v:.{digits}f}"
-            cells.append(rf"\color{{{colour}}}{{{cell}}}" if j == highlight_column else cell)
+            lit = j == highlight_column or i == highlight_row
+            cells.append(rf"\color{{{colour}}}{{{cell}}}" if lit else cell)
         rows.append(" & ".join(cells))
     return r"\begin{bmatrix}" + r" \\ ".join(rows) + r"\end{bmatrix}"
 

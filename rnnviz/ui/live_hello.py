@@ -62,7 +62,7 @@ def hello_walkthrough() -> None:
     )
     st.latex(
         rf"W_{{xh}}\,x_{t} = {figures.latex_matrix(walk.w_xh, highlight_column=column)}"
-        rf"{figures.latex_matrix(walk.one_hot[t - 1], highlight_column=None, digits=0)}"
+        rf"{figures.latex_matrix(walk.one_hot[t - 1], highlight_row=column, digits=0)}"
         rf" = {figures.latex_matrix(walk.w_xh_x[t - 1], highlight_column=0)}"
     )
     uniform = math.log(len(walk.vocab))
@@ -73,6 +73,8 @@ def hello_walkthrough() -> None:
         f"ln {len(walk.vocab)} = {uniform:.3f}."
     )
     plot(figures.hello_softmax_figure(walk), key=f"{PREFIX}_softmax")
+    st.caption("Steps 3 and 4 read the same input 'l' yet must predict 'l' and then 'o': only the hidden state "
+               "h_{t−1}, which remembers how many l's came before, tells them apart.")
     terms = " + ".join(f"{loss:.3f}" for loss in walk.losses)
     st.latex(
         rf"\mathcal{{L}} = \frac{{1}}{{{len(walk.losses)}}}\left({terms}\right) = {walk.mean_loss:.3f}"

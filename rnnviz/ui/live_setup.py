@@ -49,6 +49,7 @@ CLIP_OPTIONS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 MAX_LR = 100.0
 SAMPLE_EVERY_OPTIONS = (10, 20, 25, 50, 100)  # all divide 100, so "Compare" finds the sample of step 100
 TYPICAL_VOCAB = 100  # for estimates before a corpus is loaded
+SHAKESPEARE_VOCAB = 65  # distinct characters of the sha256-verified Tiny Shakespeare, before it is downloaded
 REFERENCE_MATMUL_FLOPS = 130e9  # dense fp32 matmul peak of the 2-core machine the presets were tuned on
 
 SOURCES = ("Built-in", "Upload a .txt file", "Paste text")
@@ -321,8 +322,11 @@ def _corpus_error(message: str) -> None:
         st.caption(f"The next run keeps the previous corpus, **{corpus.name}**.")
 
 
-def corpus_summary(corpus: Corpus | None) -> None:
+def corpus_summary(corpus: Corpus | None, pending_download: str | None = None) -> None:
     """Size, vocabulary and a 500-character preview of the corpus the next run trains on."""
+    if pending_download is not None:
+        st.caption(f"The next run trains on **{pending_download}**, once it is downloaded.")
+        return
     if corpus is None:
         st.caption("No corpus chosen yet.")
         return
@@ -399,11 +403,14 @@ def retunable_changes(current: TrainConfig, pending: PendingRun) -> dict | None:
     return None if (lr, clip) == (current.lr, current.clip) else {"lr": lr, "clip": clip}
 
 
-def differences_from_run(current: TrainConfig, pending: PendingRun) -> list[str]:
+def differences_from_run(
+    current: TrainConfig, run_corpus: str, pending: PendingRun, next_corpus: str | None
+) -> list[str]:
     """The settings (beyond learning rate and clipping) in which the widgets differ from the run, as
     "name: run's → widgets'"."""
-    if pending.config is None:
-        return []
-    return [f"{f.name.replace('_', ' ')}: {getattr(current, f.name)} → {getattr(pending.config, f.name)}"
-            for f in fields(TrainConfig) if f.name not in ("lr", "clip")
-            and getattr(current, f.name) != getattr(pending.config, f.name)]
+    changed = [f"corpus: {run_corpus} → {next_corpus}"] if next_corpus and next_corpus != run_corpus else []
+    if pending.config is not None:
+        changed += [f"{f.name.replace('_', ' ')}: {getattr(current, f.name)} → {getattr(pending.config, f.name)}"
+                    for f in fields(TrainConfig) if f.name not in ("lr", "clip")
+                    and getattr(current, f.name) != getattr(pending.config, f.name)]
+    return changed
