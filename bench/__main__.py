@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 # Module names under bench/, each with a run() -> dict.
-BENCHMARKS = ["train_overhead", "time_to_loss"]
+BENCHMARKS = ["train_overhead", "time_to_loss", "explorer_speed"]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
