@@ -19,7 +19,7 @@ from rnnviz.interpret import (
     sorted_units,
 )
 from rnnviz.sample import Intervention
-from rnnviz.textfeatures import FEATURES, features_for, showcase_window
+from rnnviz.textfeatures import FEATURES, features_for, first_run, showcase_window
 from rnnviz.ui import explorer as ex
 from rnnviz.ui.links import LinkParam, mirror_to_link, parse_choice, parse_int_in, restore_from_link, share_link
 from rnnviz.ui.models import UPLOADED_KEY, model_sources
@@ -150,8 +150,21 @@ def choose_text(source: ex.ModelSource) -> tuple[str, str]:
     return text, syntax
 
 
-def ensure_cell(trace, rankings, feature: str) -> CellId:
-    """The selected cell, set to the feature's best cell when none (or an impossible one) is selected."""
+def showcase(text: str, track: np.ndarray) -> tuple[int, int]:
+    """(start of the mini colourings, start of the main window) where ``track`` varies most.
+
+    The mini passage starts at a line start; the main window puts it a quarter of the way down.
+    """
+    mini_start = showcase_window(track, MINI_CHARS)
+    line_start = text.rfind("\n", 0, mini_start) + 1
+    mini_start = line_start if mini_start - line_start <= 80 else mini_start
+    window_start = min(max(mini_start - WINDOW_CHARS // 4, 0), max(len(text) - WINDOW_CHARS, 0)) // 50 * 50
+    return mini_start, window_start
+
+
+def ensure_cell(trace, rankings, feature: str, text: str, tracks: dict) -> CellId:
+    """The selected cell; when none (or an impossible one) is selected, the feature's clearest cell, shown
+    where the feature varies most."""
     state = st.session_state
     try:
         cell = CellId(int(state[LAYER]), int(state[UNIT]), str(state[QUANTITY]))
@@ -160,7 +173,7 @@ def ensure_cell(trace, rankings, feature: str) -> CellId:
     except (KeyError, ValueError, TypeError):
         best = rankings[feature].clearest or rankings[feature].best
         cell = best.cell if best is not None else CellId(0, 0, "h")
-        select_cell(cell)
+        select_cell(cell, showcase(text, tracks[feature])[1])
         return cell
 
 
@@ -200,15 +213,16 @@ def colour_by_cell(trace, vocab, text: str, tracks: dict) -> tuple[CellId, int, 
     st.html(colortext.legend_html(scale, f"{QUANTITY_LABELS[cell.quantity]}, characters {start:,}–{end - 1:,} "
                                   "(hover a character for its exact value and the model's top-5 next characters)")
             + colortext.colored_text_html(text[start:end], values[start:end], scale, tips))
-    with st.expander("Heatmap: every unit of this layer over the window"):
-        sort_by = st.selectbox("Sort the units by |r| with", list(tracks), format_func=lambda f: FEATURES[f].label,
-                               key=f"{PAGE}_heatmap_sort")
-        shown = st.slider("Units shown", 8, trace.hidden, min(48, trace.hidden), key=f"{PAGE}_heatmap_units")
+    if st.toggle("Heatmap: every unit of this layer over the window", key=f"{PAGE}_heatmap"):
+        sort_col, shown_col = st.columns(2)
+        sort_by = sort_col.selectbox("Sort the units by |r| with", list(tracks), key=f"{PAGE}_heatmap_sort",
+                                     format_func=lambda f: FEATURES[f].label)
+        shown = shown_col.slider("Units shown", 8, trace.hidden, min(48, trace.hidden), key=f"{PAGE}_heatmap_units")
         units = sorted_units(trace, cell.layer, cell.quantity, tracks[sort_by])[:shown]
         block = trace.block(cell.layer, cell.quantity)
         plot(figures.heatmap_figure(block[start:end], units, text[start:end], start,
                                     colortext.scale_for(cell.quantity, block[:, units].ravel()), cell.quantity,
-                                    f"by |r| with {FEATURES[sort_by].label}"), key=f"{PAGE}_heatmap")
+                                    f"by |r| with {FEATURES[sort_by].label}"), key=f"{PAGE}_heatmap_figure")
     return cell, start, end
 
 
@@ -229,11 +243,9 @@ def find_cells(trace, rankings, baseline, text: str, tracks: dict) -> list[CellI
             "feature": FEATURES[name].label,
             "best cell": best.cell.label if best else "(constant here)",
             "r": round(best.r, 3) if best else None,
-            "clearest cell (tracks this feature most)": f"{clearest.cell.label}: r = {clearest.r:+.3f}"
-            if clearest else "",
-            "best threshold accuracy": f"{accuracy.accuracy:.1%} (always guessing: {ranking.base_rate:.1%})"
-            if accuracy else "",
-            "random model's best |r|": round(abs(chance.r), 3) if chance else None,
+            "clearest cell": f"{clearest.cell.label}: r = {clearest.r:+.3f}" if clearest else "",
+            "threshold accuracy": f"{accuracy.accuracy:.1%} (guessing {ranking.base_rate:.1%})" if accuracy else "",
+            "random model |r|": round(abs(chance.r), 3) if chance else None,
         })
     st.dataframe(rows, hide_index=True, width="stretch")
     feature = st.selectbox("Feature", list(rankings), format_func=lambda f: FEATURES[f].label, key=FEATURE)
@@ -247,9 +259,8 @@ def find_cells(trace, rankings, baseline, text: str, tracks: dict) -> list[CellI
                                         key=RANK_BY) == "threshold accuracy":
         ranked = ranking.by_accuracy
     track = tracks[feature]
-    mini_start = showcase_window(track, MINI_CHARS)
+    mini_start, window_start = showcase(text, track)
     mini = slice(mini_start, mini_start + MINI_CHARS)
-    window_start = min(max(mini_start - WINDOW_CHARS // 4, 0), max(len(text) - WINDOW_CHARS, 0)) // 50 * 50
     feature_scale = colortext.Scale(-max(float(track.max()), 1.0), 0.0, max(float(track.max()), 1.0))
     st.html(f'<div style="font-size:14px;margin-top:6px">The feature itself, {html.escape(FEATURES[feature].label)}'
             f', on characters {mini_start:,}–{mini_start + MINI_CHARS - 1:,}:</div>'
@@ -277,27 +288,40 @@ def find_cells(trace, rankings, baseline, text: str, tracks: dict) -> list[CellI
     return [scored.cell for scored in ranked]
 
 
-def pattern_search(trace, text: str, cell: CellId, start: int, end: int) -> None:
+def default_range(text: str, tracks: dict, start: int, end: int) -> tuple[int, int]:
+    """A selection worth searching for: the first short bracketed stretch in the window, else its first word."""
+    span = first_run(tracks["bracket_depth"] > 0, start, end, min_length=3, max_length=30)
+    if span is None:
+        words = np.flatnonzero(tracks["word_start"][start:end])
+        first = start + (int(words[0]) if words.size else 0)
+        last = first
+        while last < end and (text[last].isalnum() or text[last] == "_"):
+            last += 1
+        span = (first, max(last, first + 1))
+    return span
+
+
+def pattern_search(trace, text: str, tracks: dict, cell: CellId, start: int, end: int) -> None:
     st.header("3. Pattern search")
-    st.markdown(f"Select a few characters. The cells **on** there are the units of layer {cell.layer}'s "
-                f"{cell.quantity} that are at least θ at every selected character and below θ in the padding around "
-                "it; then the traced text is searched for other places where the same cells are all on.")
-    block = trace.block(cell.layer, cell.quantity)
-    values = trace.cell(cell)
-    col_mode, col_theta, col_before, col_after = st.columns([2, 2, 1, 1])
+    col_quantity, col_mode, col_theta, col_before, col_after = st.columns([2, 2, 2, 1, 1])
+    quantity = col_quantity.selectbox(f"Cells: layer {cell.layer}'s", list(trace.quantities),
+                                      format_func=QUANTITY_LABELS.get, key=f"{PAGE}_pattern_quantity")
     mode = col_mode.radio("Select by", ["range", "substring"], horizontal=True, key=f"{PAGE}_pattern_mode")
     theta = col_theta.slider("Threshold θ", -1.0, 1.0, 0.3, step=0.05, key=f"{PAGE}_theta")
     pad_before = col_before.number_input("Padding before", 0, 50, 2, key=f"{PAGE}_pad_before")
     pad_after = col_after.number_input("Padding after", 0, 50, 2, key=f"{PAGE}_pad_after")
+    st.markdown(f"Select a few characters. The cells **on** there are the units whose {quantity} is at least θ at "
+                "every selected character and below θ in the padding around it; then the traced text is searched "
+                "for other places where the same cells are all on (after LSTMVis).")
+    block = trace.block(cell.layer, quantity)
     if mode == "range":
         key = f"{PAGE}_range"
         if key not in st.session_state or not start <= st.session_state[key][0] <= st.session_state[key][1] <= end:
-            on = np.flatnonzero(values[start:end] >= theta)
-            first = start + (int(on[0]) if on.size else 0)
-            st.session_state[key] = (first, min(first + 6, end))
-        lo, hi = st.slider("Range of characters (start, end): the end is not included", start, end, key=key)
+            st.session_state[key] = default_range(text, tracks, start, end)
+        lo, hi = st.slider("Range of characters (start, end): the end is not included; arrow keys move one "
+                           "character", start, end, key=key)
     else:
-        needle = st.text_input("Substring", "self.", max_chars=200, key=f"{PAGE}_substring")
+        needle = st.text_input("Substring", "return", max_chars=200, key=f"{PAGE}_substring")
         found = text.find(needle, start) if needle else -1
         found = text.find(needle) if needle and found < 0 else found
         if not needle or found < 0:
@@ -309,11 +333,10 @@ def pattern_search(trace, text: str, cell: CellId, start: int, end: int) -> None
         st.warning("The selected range is empty: move the two ends of the range apart so that it covers at "
                    "least one character.")
         return
-    st.html('<div style="font-size:14px">Selected: </div>' + colortext.colored_text_html(
-        text[lo:hi], np.ones(hi - lo), colortext.Scale(-1.0, 0.0, 1.0), font_size=15))
+    st.html(context_html(text, [(lo, hi, f"selected at {lo:,}")]))
     units = pattern_cells(block, lo, hi, theta, int(pad_before), int(pad_after))
     if units.size == 0:
-        st.info(f"No unit of layer {cell.layer}'s {cell.quantity} is ≥ {theta:g} at every selected character and "
+        st.info(f"No unit of layer {cell.layer}'s {quantity} is ≥ {theta:g} at every selected character and "
                 "below it in the padding. Lower θ or the padding, or select fewer characters.")
         return
     st.markdown(f"**{units.size} cell(s) on:** " + ", ".join(f"unit {u}" for u in units[:40])
@@ -327,24 +350,26 @@ def pattern_search(trace, text: str, cell: CellId, start: int, end: int) -> None
         return
     st.markdown(f"**Top {len(matches)} other places where all {units.size} cell(s) are on** (score: the share of "
                 "cells on there that belong to the selection; 1 means no other cell is on):")
-    st.html(matches_html(text, matches))
+    st.html(context_html(text, [(m.start, m.end, f"{m.score:.2f} at {m.start:,}") for m in matches]))
 
 
-def matches_html(text: str, matches) -> str:
-    """Each match with 30 characters of context, the match highlighted; every character escaped."""
-    lines = []
-    for m in matches:
-        before, hit, after = text[max(m.start - 30, 0):m.start], text[m.start:m.end], text[m.end:m.end + 30]
+def context_html(text: str, spans: list[tuple[int, int, str]], context: int = 30) -> str:
+    """One line per span: its label, then the span highlighted between ``context`` characters either side.
 
-        def show(part: str) -> str:
-            return html.escape("".join(colortext.visible_char(c) for c in part))
+    Every character goes through html.escape; whitespace is drawn visibly, as in the colouring.
+    """
+    def show(part: str) -> str:
+        return html.escape("".join(colortext.visible_char(c) for c in part))
 
-        lines.append(f'<div><span style="display:inline-block;width:150px">{m.score:.2f} at {m.start:,}</span>'
-                     f'<span style="color:rgb(120,120,120)">{show(before)}</span>'
-                     f'<span style="background:rgb(253,219,199);font-weight:600">{show(hit)}</span>'
-                     f'<span style="color:rgb(120,120,120)">{show(after)}</span></div>')
+    lines = [
+        f'<div><span style="display:inline-block;width:200px">{html.escape(label)}</span>'
+        f'<span style="color:rgb(120,120,120)">{show(text[max(lo - context, 0):lo])}</span>'
+        f'<span style="background:rgb(253,219,199);font-weight:600">{show(text[lo:hi])}</span>'
+        f'<span style="color:rgb(120,120,120)">{show(text[hi:hi + context])}</span></div>'
+        for lo, hi, label in spans
+    ]
     return ('<div style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:14px;line-height:1.6;'
-            'white-space:pre">' + "".join(lines) + "</div>")
+            'white-space:pre;overflow-x:auto">' + "".join(lines) + "</div>")
 
 
 def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[CellId], feature: str) -> None:
@@ -359,7 +384,8 @@ def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[C
                             format_func=lambda v: "0 (ablate)" if v == 0 else f"{v:+g} (clamp)")
     length = col_length.slider("Characters to write", 50, 600, 300, step=50, key=f"{PAGE}_iv_length")
     temperature = col_temp.slider("Temperature", 0.0, 1.5, 0.7, step=0.1, key=f"{PAGE}_iv_temperature")
-    default_prime = text[start:start + 120]
+    line_start = text.find("\n", start) + 1 or start  # the prime starts and ends at line ends
+    default_prime = text[line_start:line_start + 120]
     default_prime = default_prime[: default_prime.rfind("\n") + 1] or default_prime
     st.session_state.setdefault(f"{PAGE}_prime", default_prime)
     prime, unknown = ex.keep_known(st.text_area("Prime", key=f"{PAGE}_prime", max_chars=400, height=90),
@@ -368,14 +394,14 @@ def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[C
         st.warning("Characters the model never saw were left out of the prime: "
                    + ", ".join(colortext.describe_char(c) for c in unknown[:15]))
     iv = Intervention(cell.layer, cell.unit, float(value), on)
-    sampled = ex.sample_pair(ex.model_id(source), source.model, source.vocab.chars, prime, length, temperature,
-                             seed(), iv)
+    args = (ex.model_id(source), source.model, source.vocab.chars, prime, length, temperature, seed())
+    normal, intervened = ex.continuation(*args, None), ex.continuation(*args, iv)
     left, right = st.columns(2)
     left.markdown("**Untouched**")
-    left.code(prime + sampled.normal, language=None, wrap_lines=True)
-    right.markdown(f"**{on}_t of unit {cell.unit} held at {value:+g}**")
-    right.code(prime + sampled.intervened, language=None, wrap_lines=True)
-    if sampled.normal == sampled.intervened:
+    left.code(prime + normal, language=None, wrap_lines=True)
+    right.markdown(f"**{on}_t of unit {cell.unit} held at {value:g}**")
+    right.code(prime + intervened, language=None, wrap_lines=True)
+    if normal == intervened:
         st.caption("Identical: with this prime and these draws the model does not use this unit, or uses it too "
                    "little to change a single choice.")
     importance(source, text, ranked, feature)
@@ -438,12 +464,12 @@ cell_trace, rankings, baseline = ex.prepare(trace_key, model_source.model, model
 feature_tracks = ex.tracks_for(passage, syntax)
 if st.session_state.get(FEATURE) not in rankings:
     st.session_state[FEATURE] = default_feature(rankings, syntax)
-ensure_cell(cell_trace, rankings, st.session_state[FEATURE])
+ensure_cell(cell_trace, rankings, st.session_state[FEATURE], passage, feature_tracks)
 with st.container(horizontal=True, horizontal_alignment="right"):
     share_link(LINK)
 chosen, window_start, window_end = colour_by_cell(cell_trace, model_source.vocab, passage, feature_tracks)
 top_cells = find_cells(cell_trace, rankings, baseline, passage, feature_tracks)
-pattern_search(cell_trace, passage, chosen, window_start, window_end)
+pattern_search(cell_trace, passage, feature_tracks, chosen, window_start, window_end)
 intervene(model_source, cell_trace, chosen, passage, window_start, top_cells, st.session_state[FEATURE])
 watch_emerge(model_source, passage, chosen, window_start, window_end)
 mirror_to_link(LINK)

@@ -364,7 +364,8 @@ def match_ranges(
     """Maximal ranges where every unit in ``units`` is ≥ θ, best first.
 
     Score: the mean over the range of |S| / |on_t|, the share of the cells on at step t that belong to the
-    selection S (1 when the selection alone is on). Ties prefer a length close to ``target_length``.
+    selection S (1 when the selection alone is on). Scores equal to two decimals (as shown) prefer a length
+    close to ``target_length``.
     Ranges overlapping ``exclude`` (the selected range itself) are left out.
     """
     units = np.asarray(units, dtype=int)
@@ -381,7 +382,7 @@ def match_ranges(
             continue
         matches.append(Match(int(s), int(e), float(share[s:e].mean())))
     target = target_length or 0
-    matches.sort(key=lambda m: (-round(m.score, 6), abs((m.end - m.start) - target), m.start))
+    matches.sort(key=lambda m: (-round(m.score, 2), abs((m.end - m.start) - target), m.start))
     return matches[:top]
 
 

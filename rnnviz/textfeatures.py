@@ -202,3 +202,14 @@ def showcase_window(track: np.ndarray, width: int) -> int:
     window_sum = sums[width:] - sums[:-width]
     variance = (squares[width:] - squares[:-width]) / width - (window_sum / width) ** 2  # (n − width + 1,)
     return int(np.argmax(variance))
+
+
+def first_run(track: np.ndarray, start: int, end: int, min_length: int = 3, max_length: int = 40
+              ) -> tuple[int, int] | None:
+    """The first [s, e) within [start, end) where a 0/1 track is 1 throughout, of a length in the bounds."""
+    on = np.concatenate([[0], np.asarray(track[start:end]) > 0, [0]]).astype(np.int8)
+    edges = np.diff(on)
+    for s, e in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+        if min_length <= e - s <= max_length:
+            return start + int(s), start + int(e)
+    return None

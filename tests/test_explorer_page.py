@@ -68,9 +68,13 @@ def test_opens_on_the_python_model_with_a_cell_that_tracks_indentation_or_quotes
     table = at.dataframe[0].value
     row = table[table["feature"] == FEATURES[feature].label].iloc[0]
     assert row["r"] == pytest.approx(r_top, abs=1e-3)
-    assert row["clearest cell (tracks this feature most)"] == f"{cell.label}: r = {r:+.3f}"
-    # The colouring is of that cell over the first window; hovering shows the exact value.
-    assert f"{cell.quantity} = {trace.cell(cell)[0]:+.4f}" in colouring(at)
+    assert row["clearest cell"] == f"{cell.label}: r = {r:+.3f}"
+    # The colouring is of that cell over the window where the feature varies most; hovering a character shows
+    # its exact value.
+    start = at.session_state["explorer_window"]
+    assert f"characters {start:,}–{start + 1999:,}" in colouring(at)
+    assert f"position {start}: " in colouring(at)
+    assert f"{cell.quantity} = {trace.cell(cell)[start]:+.4f}" in colouring(at)
 
 
 def test_selecting_a_top_ranked_cell_changes_the_colouring(opened):

@@ -15,7 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
@@ -153,22 +153,13 @@ def model_id(source: ModelSource) -> tuple:
     return (source.key, fingerprint(source), source.step)
 
 
-@dataclass(frozen=True)
-class Sampled:
-    """A normal and an intervened continuation of one prime, same seed."""
-
-    normal: str
-    intervened: str
-
-
 @st.cache_data(show_spinner=False, max_entries=64)
-def sample_pair(model_key: Hashable, _model: CharModel, vocab_chars: str, prime: str, length: int,
-                temperature: float, seed: int, intervention: Intervention) -> Sampled:
-    """Keyed by model_key (the model itself is not hashed)."""
-    vocab = Vocab(vocab_chars)
-    normal = generate(_model, vocab, prime, length, temperature=temperature, seed=seed)
-    held = generate(_model, vocab, prime, length, temperature=temperature, seed=seed, interventions=[intervention])
-    return Sampled(normal, held)
+def continuation(model_key: Hashable, _model: CharModel, vocab_chars: str, prime: str, length: int,
+                 temperature: float, seed: int, intervention: Intervention | None) -> str:
+    """What the model writes after ``prime``, with one cell held fixed when ``intervention`` is given.
+    Keyed by model_key (the model itself is not hashed)."""
+    held = [intervention] if intervention is not None else []
+    return generate(_model, Vocab(vocab_chars), prime, length, temperature=temperature, seed=seed, interventions=held)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
