@@ -53,9 +53,9 @@ LINK = (
 # --- callbacks -------------------------------------------------------------------------------------------
 
 
-def forget_cell() -> None:
-    """on_change of the model: the next run picks the new model's best cell."""
-    for key in (LAYER, UNIT, QUANTITY, WINDOW, f"{PAGE}_range", IMPORTANCE):
+def forget_model_choices() -> None:
+    """on_change of the model: the next run reads the new model's text its way and picks its clearest cell."""
+    for key in (LAYER, UNIT, QUANTITY, WINDOW, SYNTAX, FEATURE, RANK_BY, f"{PAGE}_range", IMPORTANCE):
         st.session_state.pop(key, None)
 
 
@@ -78,7 +78,7 @@ def read_upload() -> None:
         st.session_state[UPLOAD_ERROR] = str(err)
         return
     st.session_state[SOURCE] = "uploaded"
-    forget_cell()
+    forget_model_choices()
 
 
 # --- the model and the text ------------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def choose_model() -> ex.ModelSource:
         st.session_state[SOURCE] = DEFAULT_MODEL if DEFAULT_MODEL in sources else next(iter(sources), None)
     col_model, col_upload = st.columns([3, 2])
     col_model.selectbox("Model", list(sources), format_func=lambda k: sources[k].label, key=SOURCE,
-                        on_change=forget_cell)
+                        on_change=forget_model_choices)
     with col_upload.expander("Upload a checkpoint (.pt)"):
         st.file_uploader("A checkpoint saved by rnnviz", type=["pt"], key=UPLOAD, on_change=read_upload)
         if st.session_state.get(UPLOAD_ERROR):

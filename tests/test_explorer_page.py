@@ -182,3 +182,40 @@ def test_three_clicks_from_a_live_model_to_its_bracket_cell_and_its_snapshots(li
     first = at.html[-1].value
     at.select_slider(key="explorer_snapshot_step").set_value(6).run()
     assert at.html[-1].value != first and "after 6 training steps" in at.html[-1].value
+
+
+def test_importance_bars_are_the_engines_ablation_losses(opened, engine):
+    import json
+
+    from rnnviz.interpret import ablation_importance
+
+    at = opened
+    at.radio(key="explorer_text_mode").set_value("corpus").run()
+    at.button(key="explorer_importance_button").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    figures = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    figure = next(f for f in figures if "no ablation" in f["layout"]["xaxis"]["title"]["text"])
+    bars = figure["data"][0]
+    shown = dict(zip(bars["y"], bars["x"]))
+    rows = re.findall(r"\*\*(\d+)\. layer (\d+), unit (\d+), (\w+)\*\*", page_text(at))
+    cells = list(dict.fromkeys(CellId(int(layer), int(unit), q) for _, layer, unit, q in rows))
+    checkpoint = engine[0]
+    held_out = held_out_text(load_builtin("python-stdlib"), 30_000)
+    base, deltas = ablation_importance(checkpoint.model, checkpoint.vocab.encode(held_out), cells)
+    assert f"no ablation: {base:.4f}" in figure["layout"]["xaxis"]["title"]["text"]
+    for cell, delta in zip(cells, deltas):
+        assert shown[cell.label] == pytest.approx(delta, abs=1e-6)
+
+
+def test_an_uploaded_checkpoint_is_checked_and_explored():
+    at = open_page(PAGE)
+    junk = ("model.pt", b"not a checkpoint", "application/octet-stream")
+    at.file_uploader(key="explorer_upload").set_value(junk).run()
+    assert not at.exception
+    assert any("not a PyTorch checkpoint" in e.value for e in at.error)
+    english = (PRETRAINED_DIR / "lstm-english-docs.pt").read_bytes()
+    at.file_uploader(key="explorer_upload").set_value(("english.pt", english, "application/octet-stream")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["explorer_source"] == "uploaded"
+    assert at.selectbox(key="explorer_syntax").value == "prose"
+    assert "held-out 10% of english-docs" in page_text(at)
