@@ -92,13 +92,15 @@ def show_run(run: LiveRun) -> None:
 def training_panel() -> None:
     """Reruns by itself while the run trains: one chunk, then the numbers and curves of the new step."""
     run = live.current_run()
-    if run is None or not run.is_active:
-        st.rerun()  # paused or reset meanwhile: redraw the page with its controls
-    # A click may have started this script thread while the last one still trains its chunk: then draw now
-    # and train on the next rerun, so that the click is answered at once.
-    run.tick_unless_busy(live.training_slots(), live.owner(), live.CHUNK_SECONDS)
+    if run is None:
+        st.rerun()  # reset meanwhile: redraw the page
+    was_active = run.is_active  # False when a late timer tick follows a Pause: just draw, as the page did
+    if was_active:
+        # A click may have started this script thread while the last one still trains its chunk: then draw
+        # now and train on the next rerun, so that the click is answered at once.
+        run.tick_unless_busy(live.training_slots(), live.owner(), live.CHUNK_SECONDS)
     show_run(run)
-    if not run.is_active:
+    if was_active and not run.is_active:
         st.rerun()  # finished or halted by itself: the controls change too
 
 
@@ -138,6 +140,12 @@ def sampling_section() -> None:
         return
     result = sampling.sample(source, request)
     text = request.prime + result.text
+    drawn_at = sampling.sampled_step(source)
+    if source.key == "live" and drawn_at != source.step:
+        cols = st.columns([3, 1], vertical_alignment="center")
+        cols[0].caption(f"Drawn from the weights of step {drawn_at:,}; the model has trained on since.")
+        cols[1].button("Sample the latest weights", key=setup.key("resample"), icon=":material/refresh:",
+                       on_click=sampling.resample_live, width="stretch")
     st.code(text, language=None, wrap_lines=True)
     if result.beams:
         st.markdown("**The most probable continuations**, with their total log-probability Σ ln p:")

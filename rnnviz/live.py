@@ -65,7 +65,7 @@ class LiveSettings:
     sample_length: int = 200  # characters per scheduled sample
     temperature: float = 0.8  # of the scheduled samples
     snapshot_every: int = 25  # steps between weight snapshots at first; doubles each time they are thinned
-    eval_chars: int = 20_000  # val characters scored per evaluation, so that a chunk stays short
+    eval_chars: int = 10_000  # val characters scored per evaluation, so that a chunk stays short
 
     def __post_init__(self):
         if not 1 <= self.step_budget <= MAX_STEP_BUDGET:

@@ -208,3 +208,16 @@ def test_reset_asks_first_once_the_model_trained_a_minute():
     assert at.session_state.get(LIVE_RUN_KEY) is None and not at.exception
     at.button(key=key("step")).click().run()
     assert at.session_state[LIVE_RUN_KEY] is not run and at.session_state[LIVE_RUN_KEY].step > 0
+
+
+def test_live_samples_keep_their_step_until_asked_to_resample():
+    at = hello_page()
+    at.button(key=key("step")).click().run()
+    at.selectbox(key=key("model_source")).set_value("live").run()
+    run = at.session_state[LIVE_RUN_KEY]
+    drawn_at = run.step
+    at.button(key=key("step")).click().run()
+    assert run.step > drawn_at
+    assert f"Drawn from the weights of step {drawn_at:,}" in page_text(at)
+    at.button(key=key("resample")).click().run()
+    assert "Drawn from the weights" not in page_text(at) and not at.exception

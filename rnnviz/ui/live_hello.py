@@ -22,6 +22,11 @@ def walkthrough(config: HelloConfig) -> HelloWalkthrough:
     return train_hello(config)
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def softmax_figure(config: HelloConfig):
+    return figures.hello_softmax_figure(walkthrough(config))
+
+
 def _new_seed() -> None:
     st.session_state[RESEED] = st.session_state.get(RESEED, 0) + 1
 
@@ -72,7 +77,7 @@ def hello_walkthrough() -> None:
         f"probability given to the right next character. Before training every p is near 1/V, a loss of "
         f"ln {len(walk.vocab)} = {uniform:.3f}."
     )
-    plot(figures.hello_softmax_figure(walk), key=f"{PREFIX}_softmax")
+    plot(softmax_figure(config), key=f"{PREFIX}_softmax")
     st.caption("Steps 3 and 4 read the same input 'l' yet must predict 'l' and then 'o': only the hidden state "
                "h_{t−1}, which remembers how many l's came before, tells them apart.")
     terms = " + ".join(f"{loss:.3f}" for loss in walk.losses)

@@ -33,6 +33,7 @@ SIDE_BY_SIDE = (0.5, 1.0, 1.5)
 SIDE_BY_SIDE_LENGTH = 150  # characters each
 TOP_NEXT = 10
 PASSAGE_CHARS, PREFIX_CHARS = 240, 80  # exposure bias: a held-out passage and the prefix both runs read
+PINNED = key("pinned")  # ((source key, model id), step): the weights the shown samples were drawn from
 CHECKPOINT_RESULT = key("checkpoint_result")  # (file_id, error or None) of the last checkpoint upload
 
 
@@ -48,7 +49,32 @@ def memo(name: str, memo_key: Hashable, compute: Callable[[], Any]) -> Any:
 
 
 def _identity(source: ModelSource) -> tuple:
-    return source.key, source.step, id(source.model)
+    """Which weights the shown samples come from: the model, and the step they were drawn at.
+
+    A live model changes every chunk; its samples are redrawn when the sampling settings change or on
+    request (``resample``), not on every rerun, so that a click elsewhere stays fast while it trains."""
+    model = (source.key, id(source.model))
+    held = st.session_state.get(PINNED)
+    if held is None or held[0] != model:
+        held = (model, source.step)
+        st.session_state[PINNED] = held
+    return source.key, held[1], id(source.model)
+
+
+def pin_latest(source: ModelSource) -> None:
+    """The next samples use the current weights."""
+    st.session_state[PINNED] = ((source.key, id(source.model)), source.step)
+
+
+def resample_live() -> None:
+    """on_click: the next samples of the live model use its weights as they are now."""
+    run = current_run()
+    if run is not None:
+        st.session_state[PINNED] = (("live", id(run.trainer.model)), run.step)
+
+
+def sampled_step(source: ModelSource) -> int:
+    return _identity(source)[1]
 
 
 def _reading(source: ModelSource, compute: Callable[[], Any]) -> Callable[[], Any]:
@@ -114,6 +140,10 @@ def sample_request(source: ModelSource) -> SampleRequest | None:
 
 
 def sample(source: ModelSource, request: SampleRequest) -> SampleResult:
+    last = st.session_state.get(key("last_request"))
+    if last is not None and last != request:
+        pin_latest(source)  # new settings: sample the current weights
+    st.session_state[key("last_request")] = request
     return memo("sample", (_identity(source), request),
                 _reading(source, lambda: run_sample(source.model, source.vocab, request)))
 
@@ -165,24 +195,24 @@ def exposure(source: ModelSource, passage: str) -> ExposureBias:
 
 
 def checkpoint_download() -> None:
-    """The live run's checkpoint as a .pt file (weights, optimizer, history); only while it is not training."""
+    """The live run's checkpoint as a .pt file (weights, optimizer, history), written only when clicked.
+
+    Streamlit runs the data function in a thread of its own; it holds the run's lock, so the file holds
+    one whole step even while the model trains."""
     run = current_run()
     if run is None or run.step == 0:
         st.button("Download the checkpoint", key=key("no_checkpoint"), icon=":material/download:", disabled=True,
                   help="Train a model first.")
         return
-    if run.is_active:
-        st.button("Download the checkpoint", key=key("no_checkpoint"), icon=":material/download:", disabled=True,
-                  help="Pause first, so that the file holds one consistent step.")
-        return
+
     def save() -> bytes:
         with run.lock:
             return checkpoint_bytes(run.trainer, run.corpus_name)
 
-    data = memo("checkpoint", (id(run), run.step), save)
-    st.download_button("Download the checkpoint", data, file_name=f"rnnviz-{run.corpus_name}-step{run.step}.pt",
-                       mime="application/octet-stream", key=key("checkpoint_download"), icon=":material/download:",
-                       on_click="ignore", help=f"{len(data) / 1e6:.1f} MB: weights, optimizer state and history; "
+    name = f"rnnviz-{run.corpus_name}" + ("" if run.is_active else f"-step{run.step}") + ".pt"
+    st.download_button("Download the checkpoint", save, file_name=name, mime="application/octet-stream",
+                       key=key("checkpoint_download"), icon=":material/download:", on_click="ignore",
+                       help="Weights, optimizer state and history, as they are when you click; "
                        "python -m rnnviz.sample reads it too.")
 
 

@@ -7,6 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
+from rnnviz.checkpoint import load_checkpoint
 from tests.e2e.harness import open_app_page, screenshot, streamlit_server, wait_idle
 
 URL = "char-model-training"
@@ -71,6 +72,10 @@ def test_quick_preset_learns_pauses_and_survives_navigation(page, base_url):
     time.sleep(2.0)
     assert number(page, "Step") == paused_at, "the counter stops while paused"
     screenshot(page, "live-training-paused")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download the checkpoint").click()
+    saved = load_checkpoint(download.value.path())
+    assert saved.step == paused_at and saved.corpus == "python-stdlib"
 
     nav = page.get_by_test_id("stSidebarNavLink")
     nav.filter(has_text="Home: the five shapes").click()
