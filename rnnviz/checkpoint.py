@@ -264,10 +264,13 @@ Characters of input.txt outside the vocabulary below are dropped.
 
 import argparse
 import math
+import os
 
-import torch
-import torch.nn.functional as F
-from torch import nn
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads: idle threads sleep instead of spinning
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
 
 VOCAB = {vocab}
 KIND = {kind}

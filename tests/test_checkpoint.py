@@ -176,7 +176,7 @@ def test_exported_script_trains_in_a_subprocess(trained, tmp_path):
     script = tmp_path / "train_lstm.py"
     source = export_script(trainer.config, trainer.vocab, script)
     imports = {line.split()[1].split(".")[0] for line in source.splitlines() if line.startswith(("import ", "from "))}
-    assert imports == {"argparse", "math", "torch"}  # standalone: torch and the standard library only
+    assert imports == {"argparse", "math", "os", "torch"}  # standalone: torch and the standard library only
     text = tmp_path / "text.txt"
     text.write_text(english_docs_text()[:2000])
     out = tmp_path / "weights.pt"
