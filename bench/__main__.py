@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import platform
 import sys
 import time
@@ -28,11 +29,14 @@ def main(argv: list[str]) -> int:
         return 2
     previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     results = previous.get("benchmarks", {})
+    load_before = os.getloadavg()[0]
     for name in names:
         results[name] = importlib.import_module(f"bench.{name}").run()
     out = {
         "machine": {"python": platform.python_version(), "torch": torch.__version__,
-                    "threads": torch.get_num_threads(), "cuda": torch.cuda.is_available()},
+                    "threads": torch.get_num_threads(), "cuda": torch.cuda.is_available(),
+                    # 1-minute load average before and after: above ~2 on 2 cores, other jobs shared the CPU
+                    "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
         "written": time.strftime("%Y-%m-%d %H:%M:%S"),
         "benchmarks": results,
     }
