@@ -456,6 +456,11 @@ page_header(
     r"r = \frac{\sum_t (a_t - \bar a)(y_t - \bar y)}{T\,\sigma_a\,\sigma_y}",
 )
 restore_from_link(PAGE, LINK)
+for kept in (LAYER, UNIT, QUANTITY, WINDOW, FEATURE):
+    # A run that stops early (too short a text) draws none of these widgets, and Streamlit would then drop
+    # their state or show their defaults when they come back; assigning them keeps the selection.
+    if kept in st.session_state:
+        st.session_state[kept] = st.session_state[kept]
 model_source = choose_model()
 passage, syntax = choose_text(model_source)
 trace_key = (*ex.model_id(model_source), passage)

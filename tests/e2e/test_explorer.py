@@ -20,13 +20,17 @@ def test_explorer_loads_and_a_ranked_cell_recolours_the_text(page, base_url):
     open_app_page(page, base_url, "hidden-cell-explorer", timeout_ms=FIRST_LOAD_MS)
     assert no_exception(page)
     assert page.get_by_text("correlation with each feature over all").is_visible()
+    page.get_by_role("heading", name="1. Colour the text by one cell").evaluate("e => e.scrollIntoView()")
     screenshot(page, "hidden-cell-explorer-python")
-    before = page.locator("[data-testid='stHtml']").first.inner_html()
+    colouring = "document.querySelector(\"[data-testid='stHtml']\").innerHTML"
+    page.evaluate(f"() => {{ window.colouringBefore = {colouring}; }}")
     page.get_by_role("button", name="Show").nth(2).click()
+    # The click's rerun may not have started when click() returns: wait for the colouring itself to change.
+    page.wait_for_function(f"() => {colouring} !== window.colouringBefore")
     wait_idle(page)
     assert no_exception(page)
-    assert page.locator("[data-testid='stHtml']").first.inner_html() != before
-    page.wait_for_function("() => window.location.search.includes('unit=')")
+    new_unit = page.get_by_label("Unit", exact=True).input_value()
+    page.wait_for_function(f"() => window.location.search.includes('unit={new_unit}')")
 
 
 def test_hostile_text_shows_as_literal_characters_and_raises_no_dialog(page, base_url):
@@ -44,4 +48,6 @@ def test_hostile_text_shows_as_literal_characters_and_raises_no_dialog(page, bas
     assert XSS.replace(" ", "·") in coloured_text(page)
     assert page.locator("[data-testid='stHtml'] img, [data-testid='stHtml'] script").count() == 0
     assert dialogs == []
+    page.get_by_role("heading", name="1. Colour the text by one cell").evaluate("e => e.scrollIntoView()")
+    wait_idle(page)
     screenshot(page, "hidden-cell-explorer-xss")
