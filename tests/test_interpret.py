@@ -283,3 +283,18 @@ def test_colour_scale_ends_and_centre():
     assert rgb(0.0) == (247, 247, 247) and rgb(1.0) == (178, 24, 43) and rgb(-1.0) == (33, 102, 172)
     assert scale_for("c", np.array([-3.0, 2.0, 1.0])) == Scale(-3.0, -0.5, 2.0)
     assert scale_for("f", np.array([0.2])) == Scale(0.0, 0.5, 1.0)
+
+
+def test_explorer_figures_carry_the_numbers_they_are_given():
+    from rnnviz.figures.explorer import heatmap_figure, importance_figure, pattern_lines_figure
+
+    fig = importance_figure(["a", "b", "c"], [0.02, -0.001, 0.005], 1.25)
+    assert list(fig.data[0].y) == ["b", "c", "a"] and list(fig.data[0].x) == [-0.001, 0.005, 0.02]
+    assert fig.layout.xaxis.range[1] > 0.02 and fig.layout.xaxis.range[0] < -0.001
+    assert "1.2500" in fig.layout.xaxis.title.text
+    block = np.arange(12.0).reshape(4, 3) / 12
+    heat = heatmap_figure(block, [2, 0], "ab\nc", 10, Scale(-1.0, 0.0, 1.0), "h", "by |r|")
+    np.testing.assert_allclose(heat.data[0].z, np.round(block[:, [2, 0]].T, 4))
+    assert list(heat.data[0].x) == [10, 11, 12, 13] and list(heat.data[0].y) == ["unit 2", "unit 0"]
+    lines = pattern_lines_figure(block, [1], "ab\nc", 10, (11, 13), 0.3)
+    np.testing.assert_allclose(lines.data[0].y, block[:, 1])

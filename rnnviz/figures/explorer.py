@@ -83,7 +83,10 @@ def importance_figure(labels: Sequence[str], deltas: Sequence[float], base_loss:
         textposition="outside", cliponaxis=False, hovertemplate="%{y}: Δ loss %{x:+.4f} nats/char<extra></extra>",
     ))
     fig.add_vline(x=0, line=dict(color="#444", width=1))
-    fig.update_xaxes(title_text=f"Δ val loss, nats/char (no ablation: {base_loss:.4f})")
+    low, high = min(0.0, min(deltas, default=0.0)), max(0.0, max(deltas, default=0.0))
+    pad = 0.25 * (high - low or 1e-3)  # room for the printed numbers beside the bars
+    fig.update_xaxes(title_text=f"Δ val loss, nats/char (no ablation: {base_loss:.4f})",
+                     range=[low - (pad if low < 0 else 0.0), high + pad])
     house_style(fig, height=max(300, 34 * len(labels) + 110))
     fig.update_layout(showlegend=False)
     return fig
