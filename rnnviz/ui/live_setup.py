@@ -90,9 +90,12 @@ def _nice(value: float) -> int:
 
 
 def preset_budget(preset: Preset, vocab_size: int = TYPICAL_VOCAB) -> int:
-    """Steps that fill the preset's minutes on the reference 2-core CPU (a fixed number, not this moment's
-    load: a link to a preset always means the same run)."""
+    """The preset's own schedule length when its learning rate decays (the decay was tuned to end there),
+    else the steps that fill its minutes on the reference 2-core CPU. Never this moment's load: a link to a
+    preset always means the same run."""
     config = preset.config
+    if config.lr_decay_steps > 0:
+        return config.lr_decay_steps
     speed = estimate_chars_per_second(config, vocab_size, REFERENCE_MATMUL_FLOPS)
     steps_per_s = speed / (config.batch * config.seq_len)
     return min(max(_nice(preset.minutes * 60 * steps_per_s), 50), 50_000)

@@ -101,6 +101,7 @@ def test_two_sessions_train_and_a_third_waits_for_a_slot(browser, two_slot_serve
         pages = [context.new_page() for context in contexts]
         for page in pages:
             open_app_page(page, two_slot_server, f"{URL}?preset={TINY_RNN}")
+            choose(page, "Built-in corpus", "English prose: Python's help topics (0.5 MB)")
         for page in pages[:2]:
             click(page, "Start")
             wait_for(lambda p=page: (number(p, "Step") or 0) > 0, 120, "a first session to train")
