@@ -17,6 +17,7 @@ from rnnviz.live import downsample
 from rnnviz.sample import ExposureBias
 
 MAX_POINTS = 300  # per curve: a long run stays light to send and draw
+LOG_TICKS = [m * 10.0**e for e in range(-4, 5) for m in (1, 2, 5)]  # 1-2-5 labels, written out in full
 LN2 = math.log(2.0)
 
 
@@ -67,7 +68,8 @@ def grad_norm_figure(steps: Sequence[int], grad_norms: Sequence[float], clip: fl
         fig.add_hline(y=clip, line=dict(color=PALETTE["input"], dash="dash", width=2),
                       annotation_text=f"clipping threshold θ = {clip:g}", annotation_position="top right",
                       annotation_font=dict(size=FONT_SIZE - 2, color=PALETTE["input"]))
-    fig.update_yaxes(title_text="‖∇‖₂ before clipping", type="log", dtick="D2")  # labels at 1, 2, 5 only
+    fig.update_yaxes(title_text="‖∇‖₂ before clipping", type="log", tickvals=LOG_TICKS,
+                     ticktext=[f"{v:g}" for v in LOG_TICKS])
     fig.update_xaxes(title_text="step", rangemode="tozero")
     house_style(fig, height=360)
     fig.update_layout(title=dict(text="Gradient norm", x=0.01), showlegend=False)
