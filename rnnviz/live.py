@@ -35,11 +35,13 @@ MAX_CORPUS_BYTES = 4_000_000  # per session: uploaded or pasted text (UTF-8 byte
 MAX_STEP_BUDGET = 1_000_000
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}  # weight blocks stacked in one recurrent layer (torch's order)
 
-# Time per step ≈ STEP_OVERHEAD + layers·T·TIMESTEP_OVERHEAD + 6·P·B·T / F (forward + backward ≈ 3 matmul
-# passes of 2 flops per weight and character), fitted on the 2-core reference machine.
-STEP_OVERHEAD_S = 2e-3
-TIMESTEP_OVERHEAD_S = 15e-6
-MATMUL_EFFICIENCY = 0.6  # a fused LSTM reaches about two thirds of the dense matmul peak
+# Time per step ≈ STEP_OVERHEAD + layers·T·TIMESTEP_OVERHEAD + 6·P·B·T / (MATMUL_EFFICIENCY·F): forward and
+# backward are about 3 matmul passes of 2 flops per weight and character. Fitted with bench/live_estimate.py
+# on the 2-core machine: within 0.7–1.3× of the measured chars/s for LSTMs and RNNs from 30k to 1.2M
+# parameters; a GRU trains about half as fast as it predicts.
+STEP_OVERHEAD_S = 5e-3  # optimizer, norms, bookkeeping: dominates small models
+TIMESTEP_OVERHEAD_S = 40e-6  # per layer and time step, forward and backward
+MATMUL_EFFICIENCY = 0.8  # share of the dense matmul rate a fused LSTM reaches
 
 
 class Status(StrEnum):

@@ -12,6 +12,7 @@ from torch.testing import assert_close
 from rnnviz.charmodel import CharModel
 from rnnviz.corpus import Corpus, english_docs_text, load_builtin
 from rnnviz.live import (
+    MATMUL_EFFICIENCY,
     MAX_SNAPSHOTS,
     STEP_OVERHEAD_S,
     TIMESTEP_OVERHEAD_S,
@@ -51,7 +52,7 @@ def test_parameter_count_matches_the_built_model(kind, layers, embedding):
 def test_speed_estimate_follows_its_formula():
     config = TrainConfig(kind="rnn", layers=1, hidden=10, embedding=False, batch=2, seq_len=5)
     dense = 10 * (4 + 10) + 2 * 10 + 10 * 4 + 4  # W_xh, W_hh, two biases, readout (V = 4, one-hot input)
-    seconds = STEP_OVERHEAD_S + 5 * TIMESTEP_OVERHEAD_S + 6 * dense * 10 / (0.6 * 1e9)
+    seconds = STEP_OVERHEAD_S + 5 * TIMESTEP_OVERHEAD_S + 6 * dense * 10 / (MATMUL_EFFICIENCY * 1e9)
     assert estimate_chars_per_second(config, 4, 1e9) == pytest.approx(10 / seconds)
     bigger = replace(config, hidden=200)
     assert estimate_chars_per_second(bigger, 4, 1e9) < estimate_chars_per_second(config, 4, 1e9)
