@@ -116,7 +116,7 @@ class Corpus:
     """A named text with its vocabulary and ids; ``split()`` gives the train and val ids."""
 
     name: str  # shown on pages and stored in checkpoints
-    text: str
+    text: str = field(repr=False)
     vocab: Vocab = field(init=False)
     ids: Tensor = field(init=False, repr=False)  # (n,) long
 
