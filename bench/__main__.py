@@ -16,7 +16,15 @@ from pathlib import Path
 import torch
 
 # Module names under bench/, each with a run() -> dict.
-BENCHMARKS = ["train_overhead", "time_to_loss", "explorer_speed"]
+BENCHMARKS = [
+    "train_overhead",
+    "time_to_loss",
+    "explorer_speed",
+    "slider_latency",
+    "mechanics",
+    "live_estimate",
+    "live_responsiveness",
+]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
