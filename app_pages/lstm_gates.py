@@ -3,8 +3,12 @@
 import streamlit as st
 
 from rnnviz import gates
+from rnnviz.charmodel import CharModel
+from rnnviz.corpus import Vocab
 from rnnviz.figures import gates as figures
+from rnnviz.ui.explorer import corpus_of, held_out_text, keep_known, model_id, settled
 from rnnviz.ui.links import LinkParam, mirror_to_link, parse_float_in, restore_from_link, share_link
+from rnnviz.ui.models import ModelSource, model_sources
 from rnnviz.ui.widgets import page_header, plot, seed
 
 PAGE = "lstm_gates"
@@ -19,8 +23,8 @@ LINK = tuple(
     LinkParam(gate, f"{PAGE}_{gate}", parse_float_in(low, high), lambda v: f"{v:.2f}")
     for gate, (_, low, high, _) in GATE_SLIDERS.items()
 )
-SATURATION_MODEL = gates.TinyLSTMConfig()
 MAX_SATURATION_CHARS = 2000
+DEFAULT_SATURATION_MODEL = "pretrained:lstm-english-docs"  # held-out prose reads well in a class
 
 
 def apply_preset(values: tuple[float, float, float, float]) -> None:
@@ -35,30 +39,15 @@ def step_detail(config: gates.StepModelConfig, t: int) -> gates.StepDetail:
     return gates.lstm_step_detail(model, idx, t)
 
 
-@st.cache_resource(show_spinner=False)
-def shared_tiny_lstm(config: gates.TinyLSTMConfig) -> gates.CharLSTM:
-    """Read-only and deterministic, so one copy serves every visitor; trained once per server."""
-    bar = st.progress(0.0, text="Training the shared small LSTM once for every visitor…")
-
-    def on_step(step: int, loss: float) -> None:
-        if step % 10 == 0 or step == config.steps:
-            bar.progress(step / config.steps, text=f"Training the shared small LSTM (once for every visitor): "
-                         f"step {step} of {config.steps}, loss {loss:.2f} nats/char")
-
-    trained = gates.train_tiny_lstm(config, gates.builtin_prose(), on_step)
-    bar.empty()
-    return trained
-
-
-def saturation_model() -> tuple[gates.CharLSTM, str]:
-    """The model whose gates are measured, and a key naming it: today the shared small LSTM."""
-    return shared_tiny_lstm(SATURATION_MODEL), repr(SATURATION_MODEL)
+def lstm_sources() -> list[ModelSource]:
+    """The models this session can measure that have gates: LSTMs only."""
+    return [source for source in model_sources() if source.model.config.kind == "lstm"]
 
 
 @st.cache_data(max_entries=32, show_spinner="Running the text through the trace path…")
-def saturation(model_key: str, _trained: gates.CharLSTM, text: str) -> gates.SaturationStats:
-    """Keyed by model_key and text; the model itself is not hashed."""
-    return gates.gate_saturation(_trained.model, _trained.encode(text)[0])
+def saturation(model_key: tuple, _model: CharModel, vocab_chars: str, text: str) -> gates.SaturationStats:
+    """Keyed by the model's id (source, weights, step) and the text; the model itself is not hashed."""
+    return gates.gate_saturation(_model, Vocab(vocab_chars).encode(text))
 
 
 @st.fragment
@@ -143,33 +132,45 @@ def gate_saturation() -> None:
     st.markdown(
         "Over a text, how often is each gate nearly shut (left-saturated: below 0.1) or wide open "
         "(right-saturated: above 0.9)? The candidate g_t ranges over −1…1, so its ends are below −0.8 and "
-        "above 0.8. The model is a small 2-layer character LSTM trained in this app on Python's built-in "
-        "documentation prose; its gates are read from the trace path."
+        "above 0.8. The gates are read from the trace path of a trained character LSTM: a shipped one, the "
+        "one you trained on the live-training page, or an uploaded checkpoint."
     )
-    trained, model_key = saturation_model()
-    source = st.radio("text", ["held-out prose", "your text"], horizontal=True, key=f"{PAGE}_text_source",
-                      help="The held-out prose is the end of the same documentation, which training never read.")
-    if source == "your text":
-        text = st.text_area("your text", gates.held_out_prose(400), max_chars=MAX_SATURATION_CHARS,
-                            key=f"{PAGE}_text")
+    sources = {source.key: source for source in lstm_sources()}
+    if not sources:
+        st.info("There is no trained LSTM to measure yet: train one on the live-training page.")
+        return
+    model_key = f"{PAGE}_model"
+    if st.session_state.get(model_key) not in sources:
+        st.session_state[model_key] = DEFAULT_SATURATION_MODEL if DEFAULT_SATURATION_MODEL in sources else next(
+            iter(sources))
+    chosen = st.selectbox("model", list(sources), format_func=lambda key: sources[key].label, key=model_key)
+    source = settled(sources[chosen])
+    corpus = corpus_of(source)
+    choices = (["held-out text", "your text"] if corpus is not None else ["your text"])
+    text_source = st.radio("text", choices, horizontal=True, key=f"{PAGE}_text_source",
+                           help="The held-out text is the last 10% of the model's own corpus, which training "
+                                "never read.")
+    held_out = held_out_text(corpus, MAX_SATURATION_CHARS) if corpus is not None else ""
+    if text_source == "your text":
+        text = st.text_area("your text", held_out[:400], max_chars=MAX_SATURATION_CHARS, key=f"{PAGE}_text")
     else:
-        text = gates.held_out_prose()
-    known, skipped = trained.encode(text)
-    if skipped:
-        st.warning(f"{skipped} character{'s' if skipped > 1 else ''} the model never saw in training "
-                   f"{'were' if skipped > 1 else 'was'} skipped.")
-    if known.numel() < 20:
+        text = held_out
+    text, unknown = keep_known(text, source.vocab)
+    if unknown:
+        listed = "".join(unknown[:20])
+        st.warning(f"{len(unknown)} kind{'s' if len(unknown) > 1 else ''} of character the model never saw in "
+                   f"training {'were' if len(unknown) > 1 else 'was'} skipped: {listed!r}.")
+    if len(text) < 20:
         st.error("Give at least 20 characters that the model knows, so that the fractions mean something.")
-    else:
-        stats = saturation(model_key, trained, text)
-        config = trained.model.config
-        trained_for = f", final training loss {trained.losses[-1]:.2f} nats/char after {len(trained.losses)} steps"
-        st.caption(f"{stats.characters:,} characters; model {config.layers} × {config.hidden} LSTM"
-                   f"{trained_for if trained.losses else ''}.")
-        plot(figures.saturation_bars_figure(stats), key=f"{PAGE}_saturation_bars")
-        plot(figures.saturation_histograms_figure(stats), key=f"{PAGE}_saturation_hist")
-        forget = stats.get(stats.layers - 1, "f")
-        st.metric(f"forget gate, layer {stats.layers}: right-saturated (f > 0.9, remembering)", f"{forget.right:.1%}")
+        return
+    stats = saturation(model_id(source), source.model, source.vocab.chars, text)
+    config = source.model.config
+    st.caption(f"{stats.characters:,} characters; {config.layers} × {config.hidden} LSTM trained on "
+               f"{source.corpus} for {source.step:,} steps.")
+    plot(figures.saturation_bars_figure(stats), key=f"{PAGE}_saturation_bars")
+    plot(figures.saturation_histograms_figure(stats), key=f"{PAGE}_saturation_hist")
+    forget = stats.get(stats.layers - 1, "f")
+    st.metric(f"forget gate, layer {stats.layers}: right-saturated (f > 0.9, remembering)", f"{forget.right:.1%}")
 
 
 page_header(

@@ -12,8 +12,7 @@ seeded model built here, a shared trained one, or the session's live-trained mod
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -299,89 +298,3 @@ def gate_saturation(model: CharModel, idx: Tensor) -> SaturationStats:
             counts, edges = np.histogram(values, bins=HISTOGRAM_BINS, range=GATE_RANGES[gate])
             per_gate.append(GateSaturation(layer, gate, left, 1.0 - left - right, right, counts, edges))
     return SaturationStats(int(idx.numel()), tuple(per_gate))
-
-
-# --- A small trained LSTM, shared read-only -------------------------------------------------------------
-
-
-def builtin_prose() -> str:
-    """About 465k characters of English prose that ship with every Python: the pydoc topics."""
-    from pydoc_data.topics import topics
-
-    return "\n".join(topics[key] for key in sorted(topics))
-
-
-def held_out_prose(chars: int = 1200) -> str:
-    """The last characters of the built-in prose, which TinyLSTMConfig's training never reads."""
-    return builtin_prose()[-chars:]
-
-
-@dataclass(frozen=True)
-class TinyLSTMConfig:
-    """A few hundred Adam steps of a small 2-layer character LSTM; frozen so it can key a cache."""
-
-    layers: int = 2  # L
-    hidden: int = 48  # H
-    embed_dim: int = 32  # E
-    steps: int = 250  # optimizer steps: a few seconds on two cores
-    batch: int = 32  # N
-    seq_len: int = 64  # characters per training sequence
-    lr: float = 1e-2  # Adam
-    clip: float = 1.0  # gradient-norm clipping θ
-    text_chars: int = 200_000  # train on the first this many characters of the text
-    seed: int = 0
-
-
-@dataclass
-class CharLSTM:
-    """A character LSTM with its vocabulary: what the gate pages need from any trained model.
-
-    Any trained CharModel fits, e.g. ``CharLSTM(source.model, source.vocab.chars)`` for a live-trained or
-    shipped model (rnnviz.corpus.Vocab sorts its characters by code point, as here).
-    """
-
-    model: CharModel
-    vocabulary: str  # character of each index
-    losses: list[float] = field(default_factory=list)  # training loss per step, nats/char, when known
-
-    def encode(self, text: str) -> tuple[Tensor, int]:
-        """Indices (T,) of the characters the model knows, and how many unknown ones were skipped."""
-        lookup = {ch: i for i, ch in enumerate(self.vocabulary)}
-        known = [lookup[ch] for ch in text if ch in lookup]
-        return torch.tensor(known, dtype=torch.long), len(text) - len(known)
-
-
-def train_tiny_lstm(
-    config: TinyLSTMConfig, text: str, on_step: Callable[[int, float], None] | None = None
-) -> CharLSTM:
-    """Train a small character LSTM on random windows of ``text``; ``on_step(step, loss)`` after each step."""
-    text = text[: config.text_chars]
-    vocabulary = "".join(sorted(set(text)))
-    if len(text) <= config.seq_len + 1 or len(vocabulary) < 2:
-        raise ValueError("The training text must be longer than one sequence and use at least 2 characters.")
-    lookup = {ch: i for i, ch in enumerate(vocabulary)}
-    data = torch.tensor([lookup[ch] for ch in text], dtype=torch.long)
-    model = CharModel(
-        ModelConfig(
-            vocab_size=len(vocabulary), kind="lstm", layers=config.layers, hidden=config.hidden,
-            embed_dim=config.embed_dim,
-        )
-    )
-    seeded_init(model, config.seed)
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    gen = torch.Generator().manual_seed(config.seed)
-    offsets = torch.arange(config.seq_len + 1)
-    losses = []
-    for step in range(1, config.steps + 1):
-        starts = torch.randint(0, len(data) - config.seq_len - 1, (config.batch, 1), generator=gen)
-        window = data[starts + offsets]  # (N, T+1)
-        _, loss, _ = model(window[:, :-1], window[:, 1:])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
-        opt.step()
-        losses.append(loss.item())
-        if on_step is not None:
-            on_step(step, losses[-1])
-    model.eval()
-    return CharLSTM(model, vocabulary, losses)

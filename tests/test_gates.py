@@ -9,7 +9,10 @@ from torch import nn
 from rnnviz import gates
 from rnnviz.cells import CellWeights, lstm_cell
 from rnnviz.charmodel import CharModel, ModelConfig
-from tests.apptest_helpers import open_page, page_text
+from rnnviz.checkpoint import load_checkpoint
+from rnnviz.corpus import load_builtin
+from rnnviz.ui.explorer import held_out_text
+from tests.apptest_helpers import ROOT, open_page, page_text
 
 # --- One number through the gates ---------------------------------------------------------------------------
 
@@ -138,18 +141,6 @@ def test_saturation_fractions_are_counted_from_the_trace():
         gates.gate_saturation(model, torch.tensor([], dtype=torch.long))
 
 
-def test_tiny_lstm_learns_and_is_deterministic():
-    config = gates.TinyLSTMConfig(hidden=16, embed_dim=8, steps=40, batch=8, seq_len=32, text_chars=20_000)
-    text = gates.builtin_prose()
-    first, second = gates.train_tiny_lstm(config, text), gates.train_tiny_lstm(config, text)
-    assert first.losses == second.losses
-    assert sum(first.losses[-5:]) / 5 < sum(first.losses[:5]) / 5 - 0.5
-    idx, skipped = first.encode("the ☃ cat")
-    assert skipped == 1 and "".join(first.vocabulary[i] for i in idx) == "the  cat"
-    # The page's held-out passage lies beyond everything the shared model trains on.
-    assert len(text) - len(gates.held_out_prose()) >= gates.TinyLSTMConfig().text_chars
-
-
 # --- The page ---------------------------------------------------------------------------------------------------
 
 
@@ -171,13 +162,17 @@ def test_page_follows_the_gate_sliders_and_presets():
     assert (_metric(at, "vanilla RNN layer"), _metric(at, "LSTM layer")) == ("40", "160")
     at.slider(key="lstm_gates_hidden").set_value(8).run()
     assert (_metric(at, "vanilla RNN layer"), _metric(at, "LSTM layer")) == ("112", "448")
-    # Saturation of the shared trained model, over held-out prose and over a too-short text of one's own.
-    assert _metric(at, "forget gate, layer 2").endswith("%")
+    # Saturation of the shipped English LSTM, over held-out prose and over a too-short text of one's own.
+    assert at.selectbox(key="lstm_gates_model").value == "pretrained:lstm-english-docs"
+    shipped = load_checkpoint(ROOT / "assets" / "models" / "lstm-english-docs.pt")
+    prose = held_out_text(load_builtin("english-docs"), 2000)
+    expected = gates.gate_saturation(shipped.model, shipped.vocab.encode(prose)).get(0, "f").right
+    assert _metric(at, "forget gate, layer 1") == f"{expected:.1%}"
     at.radio(key="lstm_gates_text_source").set_value("your text").run()
     at.text_area(key="lstm_gates_text").input("hi ☃").run()
     assert not at.exception
     assert any("at least 20 characters" in e.value for e in at.error)
-    assert any("1 character the model never saw" in w.value for w in at.warning)
+    assert any("1 kind of character the model never saw" in w.value for w in at.warning)
 
 
 def test_page_restores_the_gates_from_a_link():
