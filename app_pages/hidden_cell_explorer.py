@@ -91,7 +91,8 @@ def choose_model() -> ex.ModelSource:
                  "session has not trained or uploaded one. Train one on the live-training page, or upload one below.")
     if st.session_state.get(SOURCE) not in sources:
         if SOURCE in st.session_state:
-            st.info("The model named in the link is not available here; showing the shipped Python-code model.")
+            st.warning("The model named in the link is not available here; showing the shipped Python-code model.",
+                       icon=":material/link_off:")
         st.session_state[SOURCE] = DEFAULT_MODEL if DEFAULT_MODEL in sources else next(iter(sources), None)
     col_model, col_upload = st.columns([3, 2])
     col_model.selectbox("Model", list(sources), format_func=lambda k: sources[k].label, key=SOURCE,
@@ -108,6 +109,13 @@ def choose_model() -> ex.ModelSource:
 def choose_text(source: ex.ModelSource) -> tuple[str, str]:
     """The passage to trace and how to read it (code or prose); stops the page with a warning when unusable."""
     corpus = ex.corpus_of(source)
+    foreign = ex.named_corpus_mismatch(source) if corpus is None else []
+    if foreign:
+        shown = ", ".join(colortext.describe_char(c) for c in foreign[:10]) + (" …" if len(foreign) > 10 else "")
+        st.warning(f"This model's vocabulary of {source.vocab.size} characters does not match {source.corpus}, the "
+                   f"corpus it says it was trained on: {len(foreign)} of that corpus's characters are not in it "
+                   f"({shown}). Its held-out text cannot be fed to this model, so the text is one the model writes "
+                   "itself, or your own.", icon=":material/warning:")
     modes = (["corpus"] if corpus is not None else []) + ["sample", "own"]
     if st.session_state.get(TEXT_MODE) not in modes:
         st.session_state[TEXT_MODE] = modes[0]

@@ -15,6 +15,8 @@ chunk k − 1, so the hidden state carries across the boundary (detached) while 
 
 from __future__ import annotations
 
+import codecs
+import functools
 import hashlib
 import http.client
 import os
@@ -151,13 +153,15 @@ def corpus_from_user_text(
 ) -> Corpus:
     """A corpus from uploaded bytes (decoded as UTF-8) or a str, checked with clear errors.
 
-    Rejects binary data (NUL bytes, or more than 5% control characters), non-UTF-8 bytes, texts over
-    ``max_bytes`` (UTF-8 size), under MIN_TEXT_CHARS characters or under 2 distinct ones, and more than
-    ``max_vocab`` distinct characters. Windows and old-Mac line ends become "\\n".
+    Rejects UTF-16 and UTF-32 (by their byte-order mark), binary data (NUL bytes, or more than 5% control
+    characters), non-UTF-8 bytes, texts over ``max_bytes`` (UTF-8 size), under MIN_TEXT_CHARS characters or
+    under 2 distinct ones, and more than ``max_vocab`` distinct characters. Windows and old-Mac line ends become "\\n".
     """
     raw = data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else bytes(data)
     if len(raw) > max_bytes:
         raise CorpusError(f"The text is {len(raw):,} bytes; the limit is {max_bytes:,}. Upload a shorter file.")
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise CorpusError("The file is UTF-16 (or UTF-32) text, not UTF-8. Save it as UTF-8 and upload it again.")
     if b"\x00" in raw:
         raise CorpusError("This looks like a binary file (it contains NUL bytes), not text. Upload a plain-text file.")
     if isinstance(data, str):
@@ -283,7 +287,7 @@ def tiny_shakespeare_path(
     """
     cache = Path(cache) if cache is not None else cache_dir()
     target = cache / TINY_SHAKESPEARE_FILE
-    if target.exists() and _is_verified(target):
+    if tiny_shakespeare_cached(cache):
         return target
     url = url or os.environ.get("RNNVIZ_TINY_SHAKESPEARE_URL") or TINY_SHAKESPEARE_URL
     cache.mkdir(parents=True, exist_ok=True)
@@ -340,6 +344,32 @@ def _is_verified(path: Path) -> bool:
     if path.stat().st_size != TINY_SHAKESPEARE_BYTES:
         return False
     return hashlib.sha256(path.read_bytes()).hexdigest() == TINY_SHAKESPEARE_SHA256
+
+
+def tiny_shakespeare_cached(cache: Path | None = None) -> bool:
+    """True when the cache holds a Tiny Shakespeare whose sha256 checks out; never downloads.
+
+    The hash is computed once per (path, size, modification time), so a page may ask on every rerun; a file
+    damaged or replaced since has a new modification time and is checked again.
+    """
+    target = (Path(cache) if cache is not None else cache_dir()) / TINY_SHAKESPEARE_FILE
+    try:
+        stat = target.stat()
+    except OSError:
+        return False
+    return stat.st_size == TINY_SHAKESPEARE_BYTES and _verified_file(str(target), stat.st_size, stat.st_mtime_ns)
+
+
+def tiny_shakespeare_damaged(cache: Path | None = None) -> bool:
+    """True when a Tiny Shakespeare file is in the cache but fails its size or sha256 check."""
+    target = (Path(cache) if cache is not None else cache_dir()) / TINY_SHAKESPEARE_FILE
+    return target.exists() and not tiny_shakespeare_cached(cache)
+
+
+@functools.lru_cache(maxsize=8)
+def _verified_file(path: str, size: int, mtime_ns: int) -> bool:
+    """``_is_verified``, remembered for one version of one file (size and mtime are part of the key)."""
+    return _is_verified(Path(path))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -16,9 +16,11 @@ import functools
 import math
 import threading
 import time
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -167,6 +169,10 @@ class LiveRun:
 
     Every method that trains or changes the run holds ``lock``; read the model under it too."""
 
+    # Every LiveRun of this process, held weakly: a run counts until nothing refers to it any more (its
+    # session is gone), so a host can watch a closed tab give its model back.
+    _alive: ClassVar[weakref.WeakSet[LiveRun]] = weakref.WeakSet()
+
     def __init__(self, trainer: Trainer, corpus_name: str, settings: LiveSettings = LiveSettings()):
         self.trainer = trainer
         self.corpus_name = corpus_name
@@ -181,6 +187,12 @@ class LiveRun:
         # (Streamlit starts a new script thread on a click while the old one finishes its chunk); whoever
         # reads the weights (sampling, a checkpoint) holds it too, so they never see half an update.
         self.lock = threading.RLock()
+        LiveRun._alive.add(self)
+
+    @classmethod
+    def count_alive(cls) -> int:
+        """LiveRuns alive in this process; each holds a model, its optimizer state and weight snapshots."""
+        return len(cls._alive)
 
     @classmethod
     def create(cls, config: TrainConfig, corpus: Corpus, settings: LiveSettings = LiveSettings()) -> LiveRun:

@@ -45,3 +45,13 @@ def configure_cpu() -> int:
         torch.set_num_threads(threads)
     torch.set_flush_denormal(True)
     return threads
+
+
+def process_memory_bytes() -> int | None:
+    """Resident memory of this process in bytes (Linux: /proc/self/statm), or None where unknown."""
+    try:
+        with open("/proc/self/statm") as f:
+            resident_pages = int(f.read().split()[1])
+        return resident_pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None

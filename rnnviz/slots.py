@@ -63,6 +63,13 @@ class TrainingSlots:
             return None
 
     @property
+    def waiting(self) -> int:
+        """Owners in the queue right now."""
+        with self._lock:
+            self._expire(self._clock())
+            return len(self._waiting)
+
+    @property
     def busy(self) -> int:
         """Slots held right now."""
         with self._lock:

@@ -237,7 +237,7 @@ def test_page_restores_sigma_and_k_from_a_link_and_rejects_bad_values():
     assert _metric(at, "measured ‖W_hhᴷ v‖ after K = 100") == sci(0.95**100)
     bad = open_page("app_pages/gradient_decay.py", query={"sigma": "7"})
     assert not bad.exception
-    assert any("not valid" in i.value for i in bad.info)
+    assert any("not valid" in w.value for w in bad.warning)
     assert bad.slider(key="gradient_decay_sigma").value == 1.05
 
 

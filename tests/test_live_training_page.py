@@ -95,7 +95,7 @@ def test_a_bad_upload_is_refused_and_the_previous_corpus_kept():
     at = hello_page()
     at.radio(key=key("source")).set_value("Upload a .txt file").run()
     for content, words in ((PNG, "binary"), (b"x" * 500, "single distinct character"),
-                           ("hello world. ".encode("utf-16") * 20, "binary"), (b"", "at least 100")):
+                           ("hello world. ".encode("utf-16") * 20, "UTF-16"), (b"", "at least 100")):
         at.file_uploader(key=key("upload")).set_value(("bad.txt", content, "text/plain")).run()
         assert not at.exception
         assert any(words in e.value for e in at.error), (words, [e.value for e in at.error])

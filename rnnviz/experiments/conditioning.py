@@ -13,7 +13,6 @@ Each training record is one line of a style's text, framed as <START> line <END>
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from collections import Counter
@@ -50,10 +49,7 @@ START, END = "<START>", "<END>"
 
 def shakespeare_available() -> bool:
     """True when a verified Tiny Shakespeare is already in the cache; this module never downloads it."""
-    path = corpus.cache_dir() / corpus.TINY_SHAKESPEARE_FILE
-    if not path.is_file() or path.stat().st_size != corpus.TINY_SHAKESPEARE_BYTES:
-        return False
-    return hashlib.sha256(path.read_bytes()).hexdigest() == corpus.TINY_SHAKESPEARE_SHA256
+    return corpus.tiny_shakespeare_cached()
 
 
 def style_text(name: str, max_chars: int) -> str:

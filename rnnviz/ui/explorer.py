@@ -23,12 +23,11 @@ import torch
 
 from rnnviz.charmodel import CharModel, ModelConfig
 from rnnviz.corpus import (
-    TINY_SHAKESPEARE_FILE,
     Corpus,
     CorpusError,
     Vocab,
-    cache_dir,
     load_builtin,
+    tiny_shakespeare_cached,
     tiny_shakespeare_path,
 )
 from rnnviz.interpret import CellTrace, FeatureRanking, rank_cells, trace_cells
@@ -49,13 +48,14 @@ _LIVE_COPY = "explorer_live_copy"  # session key: ((run id, step), the CPU copy 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def builtin_corpus(name: str) -> Corpus:
     """A built-in corpus, read once per process (read-only, shared). Never downloads: see ``download``."""
-    if name in DOWNLOADABLE and not (cache_dir() / TINY_SHAKESPEARE_FILE).exists():
+    if corpus_needs_download(name):
         raise CorpusError(f"{name} is not downloaded on this server yet.")
     return load_builtin(name)
 
 
 def corpus_needs_download(name: str) -> bool:
-    return name in DOWNLOADABLE and not (cache_dir() / TINY_SHAKESPEARE_FILE).exists()
+    """A downloadable corpus with no copy in the cache that passes its sha256 check."""
+    return name in DOWNLOADABLE and not tiny_shakespeare_cached()
 
 
 def download_tiny_shakespeare() -> str | None:
@@ -76,14 +76,33 @@ def download_tiny_shakespeare() -> str | None:
 
 
 def corpus_of(source: ModelSource) -> Corpus | None:
-    """The text the model was trained on, when this server has it (the live run always does)."""
+    """The text the model was trained on, when this server has it (the live run always does) and the model's
+    vocabulary covers it (see ``foreign_chars``)."""
     if source.key == "live":
         run = st.session_state.get(LIVE_RUN_KEY)
         return run.trainer.corpus if run is not None else None
     try:
-        return builtin_corpus(source.corpus)
+        corpus = builtin_corpus(source.corpus)
     except CorpusError:
         return None
+    return None if foreign_chars(corpus, source.vocab) else corpus
+
+
+def named_corpus_mismatch(source: ModelSource) -> list[str]:
+    """Characters of the built-in corpus a checkpoint names that its vocabulary lacks; [] when it fits or
+    when this server has no such corpus."""
+    if source.key == "live":
+        return []
+    try:
+        corpus = builtin_corpus(source.corpus)
+    except CorpusError:
+        return []
+    return foreign_chars(corpus, source.vocab)
+
+
+def foreign_chars(corpus: Corpus, vocab: Vocab) -> list[str]:
+    """The corpus's distinct characters that are not in ``vocab``, sorted."""
+    return sorted(set(corpus.vocab.chars) - set(vocab.chars))
 
 
 def held_out_text(corpus: Corpus, length: int) -> str:

@@ -84,7 +84,8 @@ def restore_from_link(page: str, params: Sequence[LinkParam]) -> None:
         except (ValueError, TypeError) as err:
             ignored.append(f"{param.name}={text[:40]} ({err})")
     if ignored:
-        st.info("Some settings in the link were not valid and were left at their defaults: " + "; ".join(ignored))
+        st.warning("Some settings in the link were not valid and were left at their defaults: " + "; ".join(ignored),
+                   icon=":material/link_off:")
 
 
 def mirror_to_link(params: Sequence[LinkParam]) -> None:

@@ -174,6 +174,7 @@ def run_pending_download() -> None:
         st.rerun()
     st.session_state[key("corpus")] = corpus
     (on_start if action == "start" else on_step)()
+    st.rerun()  # section 1 still shows the corpus as waiting for its download: draw it again
 
 
 # --- Controls ---------------------------------------------------------------------------------------------

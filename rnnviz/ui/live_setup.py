@@ -15,12 +15,13 @@ import streamlit as st
 from rnnviz.corpus import (
     BUILTIN_CORPORA,
     TINY_SHAKESPEARE_BYTES,
-    TINY_SHAKESPEARE_FILE,
     Corpus,
     CorpusError,
     cache_dir,
     corpus_from_user_text,
     load_builtin,
+    tiny_shakespeare_cached,
+    tiny_shakespeare_damaged,
     tiny_shakespeare_path,
 )
 from rnnviz.live import (
@@ -33,7 +34,7 @@ from rnnviz.live import (
     measure_matmul_flops,
 )
 from rnnviz.train import DEFAULT_PRESET, OPTIMIZERS, PRESETS, Preset, TrainConfig
-from rnnviz.ui.links import LinkParam, mirror_to_link, parse_choice, restore_from_link
+from rnnviz.ui.links import LinkParam, mirror_to_link, parse_choice, restore_from_link, share_link
 from rnnviz.ui.widgets import seed
 
 PAGE = "live_training"
@@ -158,9 +159,12 @@ def _sync_scale_from_lr() -> None:
 
 
 def preset_picker() -> Preset:
-    st.selectbox("Preset", list(PRESETS), key=key("preset"), on_change=apply_preset, **KEEP,
-                 help="Fills in every setting below: corpus, model and training. Change any of them afterwards.")
+    picker, share = st.columns([6, 1], vertical_alignment="bottom")
+    picker.selectbox("Preset", list(PRESETS), key=key("preset"), on_change=apply_preset, **KEEP,
+                     help="Fills in every setting below: corpus, model and training. Change any of them afterwards.")
     mirror_to_link(LINK)
+    with share:
+        share_link(LINK)
     preset = PRESETS[st.session_state[key("preset")]]
     st.caption(f"{preset.note} Tuned for about {preset.minutes:g} min on a 2-core CPU.")
     return preset
@@ -226,8 +230,8 @@ def builtin_corpus(name: str) -> Corpus:
 
 
 def shakespeare_downloaded() -> bool:
-    path = cache_dir() / TINY_SHAKESPEARE_FILE
-    return path.is_file() and path.stat().st_size == TINY_SHAKESPEARE_BYTES
+    """A Tiny Shakespeare that passes its sha256 check is in the cache (a damaged one is downloaded again)."""
+    return tiny_shakespeare_cached()
 
 
 def needs_download(name: str) -> bool:
@@ -295,6 +299,10 @@ def corpus_picker() -> str | None:
                             **KEEP)
         if needs_download(name):
             pending_download = name
+            if tiny_shakespeare_damaged():
+                st.warning(f"The copy of Tiny Shakespeare in {cache_dir()} does not match its published sha256 (a "
+                           "damaged or altered file), so it is not used: press Start or Step to download it again.",
+                           icon=":material/warning:")
             st.info(f"Tiny Shakespeare ({TINY_SHAKESPEARE_BYTES:,} characters) is downloaded the first time it is "
                     "used: press Start or Step, and it comes first, with a progress bar.", icon=":material/download:")
         else:

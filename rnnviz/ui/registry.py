@@ -53,6 +53,9 @@ PAGES: tuple[PageSpec, ...] = (
     # --- Experiments ---
     PageSpec("app_pages/memory_experiments.py", "Memory experiments", "memory-experiments", "Experiments",
              ":material/science:"),
+    # --- For teachers ---
+    PageSpec("app_pages/server_status.py", "Server status", "server-status", "For teachers",
+             ":material/monitor_heart:"),
 )
 
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(p.group for p in PAGES))
