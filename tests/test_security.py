@@ -61,3 +61,21 @@ def test_openmp_threads_wait_passively_once_rnnviz_is_imported():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"})
     assert out.stdout.strip() == "PASSIVE"
+
+
+def test_only_the_corpus_module_fetches_urls_and_only_its_fixed_one():
+    """The server never fetches a user-supplied address: no module but rnnviz/corpus.py can open a URL, and
+    corpus.py opens only TINY_SHAKESPEARE_URL (or the operator's $RNNVIZ_TINY_SHAKESPEARE_URL mirror)."""
+    fetching = re.compile(r"^\s*(?:import|from)\s+(?:urllib\.request|http\.client|requests|httpx|aiohttp|urllib3|"
+                          r"socket|pycurl|ftplib|smtplib|webbrowser|huggingface_hub)\b|urlopen\(|torch\.hub|_from_url\(",
+                          re.MULTILINE)
+    outside = [f"{p.relative_to(ROOT)}: {m.group()}" for p in SOURCES if p != ROOT / "rnnviz" / "corpus.py"
+               for m in fetching.finditer(p.read_text())]
+    assert outside == []
+    corpus = (ROOT / "rnnviz" / "corpus.py").read_text()
+    assert corpus.count("urlopen(") == 1 and "urllib.request.urlopen(url, timeout=timeout)" in corpus
+    assert re.findall(r"url = (.+)", corpus) == [
+        'url or os.environ.get("RNNVIZ_TINY_SHAKESPEARE_URL") or TINY_SHAKESPEARE_URL'
+    ]
+    pages_and_ui = [p for p in SOURCES if "app_pages" in p.parts or "ui" in p.parts]
+    assert not [p for p in pages_and_ui if re.search(r"\burl=", p.read_text())], "no page passes a URL to the engine"
