@@ -80,9 +80,15 @@ def streamlit_server(extra_args: tuple[str, ...] = (), env: dict | None = None):
         Path(log.name).unlink(missing_ok=True)
 
 
+# Streamlit loads plotly lazily: a chart's element exists a moment before plotly has drawn into it.
+CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stPlotlyChart']")]
+    .every(chart => chart.querySelector('.main-svg') !== null)"""
+
+
 def wait_idle(page, timeout_ms: int = 60_000) -> None:
-    """Wait until the script run that the last action triggered has finished."""
+    """Wait until the script run that the last action triggered has finished and its charts are drawn."""
     page.wait_for_selector(APP_IDLE, timeout=timeout_ms)
+    page.wait_for_function(CHARTS_DRAWN, timeout=timeout_ms)
 
 
 def open_app_page(page, base_url: str, url_path: str, timeout_ms: int = 60_000) -> None:
@@ -90,6 +96,8 @@ def open_app_page(page, base_url: str, url_path: str, timeout_ms: int = 60_000) 
     page.goto(f"{base_url}/{url_path}", wait_until="domcontentloaded")
     page.wait_for_selector("h1", timeout=timeout_ms)
     wait_idle(page, timeout_ms)
+    # The shared sidebar (drawn by app.py around every page) may land a moment after the page's title.
+    page.locator("[data-testid='stSidebar']").get_by_text("Seed").wait_for(timeout=timeout_ms)
 
 
 def screenshot(page, name: str) -> Path:
