@@ -23,6 +23,15 @@ def alternate(contenders: dict[str, Callable[[], object]], rounds: int = 5, warm
     return times
 
 
+def timed_rerun(at) -> tuple[float, float]:
+    """Wall and CPU seconds (all threads of this process) of one AppTest script run; raises if the page did."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    at.run()
+    if at.exception:
+        raise RuntimeError(f"the page raised: {[e.value for e in at.exception]}")
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 

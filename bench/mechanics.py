@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from bench.common import print_table
+from bench.common import print_table, timed_rerun
 from rnnviz.runtime import configure_cpu
 
 BUDGET_S = 1.0
@@ -51,31 +51,22 @@ WIDGETS = {
 }
 
 
-def _timed_run(at) -> tuple[float, float]:
-    """Wall and CPU seconds of one script run."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    at.run()
-    if at.exception:
-        raise RuntimeError(f"the page raised: {[e.value for e in at.exception]}")
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
 def latency() -> dict:
     from tests.apptest_helpers import open_page  # imports streamlit; keep the sweep part light
 
     results, rows = {}, []
     for page, widgets in WIDGETS.items():
         at = open_page(page)
-        _timed_run(at)  # warm
+        timed_rerun(at)  # warm
         for kind, key, values in widgets:
             moved, moved_cpu, idle = [], [], []
             for value in values:
                 widget = getattr(at, kind)(key=key)
                 widget.click() if kind == "button" else widget.set_value(value)
-                wall, cpu = _timed_run(at)
+                wall, cpu = timed_rerun(at)
                 moved.append(wall)
                 moved_cpu.append(cpu)
-                idle.append(_timed_run(at)[0])
+                idle.append(timed_rerun(at)[0])
             name = f"{page.split('/')[-1][:-3]}:{key}"
             wall_ms, idle_ms = 1000 * statistics.median(moved), 1000 * statistics.median(idle)
             cpu_ms = 1000 * statistics.median(moved_cpu)

@@ -10,9 +10,8 @@ the budget of one second. Usage: python -m bench.slider_latency
 from __future__ import annotations
 
 import statistics
-import time
 
-from bench.common import print_table
+from bench.common import print_table, timed_rerun
 from rnnviz.runtime import configure_cpu
 
 BUDGET_S = 1.0
@@ -46,15 +45,6 @@ def _slider(at, key: str):
         return at.select_slider(key=key)
 
 
-def _timed_run(at) -> tuple[float, float]:
-    """Wall seconds and CPU seconds (all threads of this process) of one script run."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    at.run()
-    if at.exception:
-        raise RuntimeError(f"the page raised: {[e.value for e in at.exception]}")
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
 def run() -> dict:
     configure_cpu()
     from tests.apptest_helpers import open_page  # imports streamlit; keep `python -m bench` light otherwise
@@ -62,15 +52,15 @@ def run() -> dict:
     results, rows = {}, []
     for page, sliders in SLIDERS.items():
         at = open_page(page)
-        _timed_run(at)  # warm: the first rerun pays imports and the shared model
+        timed_rerun(at)  # warm: the first rerun pays imports and the shared model
         for key, values in sliders:
             moved, moved_cpu, idle = [], [], []
             for value in values:
                 _slider(at, key).set_value(value)
-                wall, cpu = _timed_run(at)
+                wall, cpu = timed_rerun(at)
                 moved.append(wall)
                 moved_cpu.append(cpu)
-                idle.append(_timed_run(at)[0])  # the same page with nothing changed, right after
+                idle.append(timed_rerun(at)[0])  # the same page with nothing changed, right after
             name = f"{page.split('/')[-1][:-3]}:{key.split('_', 2)[-1]}"
             wall_ms, cpu_ms = 1000 * statistics.median(moved), 1000 * statistics.median(moved_cpu)
             idle_ms = 1000 * statistics.median(idle)
