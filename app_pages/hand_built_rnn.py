@@ -17,7 +17,7 @@ from rnnviz.ui.handbuilt import LINK_PARAMS, guess_form, quiz_scores, weight_edi
 from rnnviz.ui.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.mechanics import hand_run, hand_truth_table
 from rnnviz.ui.stepper import step_controls
-from rnnviz.ui.widgets import page_header, plot
+from rnnviz.ui.widgets import literal, page_header, plot
 
 page_header(
     "hand-built-rnn",
@@ -50,7 +50,7 @@ with st.expander("Edit the weights", icon=":material/tune:"):
 try:
     bits = parse_bits(bits_text)
 except ValueError as err:
-    st.error(str(err))
+    st.error(literal(str(err)))
     st.stop()
 
 config = HandConfig(bits=bits, weights=weights, nonlinearity=nonlinearity)

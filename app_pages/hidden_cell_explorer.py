@@ -23,7 +23,7 @@ from rnnviz.textfeatures import FEATURES, features_for, first_run, showcase_wind
 from rnnviz.ui import explorer as ex
 from rnnviz.ui.links import LinkParam, mirror_to_link, parse_choice, parse_int_in, restore_from_link, share_link
 from rnnviz.ui.models import UPLOADED_KEY, model_sources
-from rnnviz.ui.widgets import page_header, plot, seed
+from rnnviz.ui.widgets import literal, page_header, plot, seed
 
 PAGE = "explorer"
 SOURCE, UPLOAD, UPLOAD_ERROR = f"{PAGE}_source", f"{PAGE}_upload", f"{PAGE}_upload_error"
@@ -100,7 +100,7 @@ def choose_model() -> ex.ModelSource:
     with col_upload.expander("Upload a checkpoint (.pt)"):
         st.file_uploader("A checkpoint saved by rnnviz", type=["pt"], key=UPLOAD, on_change=read_upload)
         if st.session_state.get(UPLOAD_ERROR):
-            st.error(st.session_state[UPLOAD_ERROR])
+            st.error(literal(st.session_state[UPLOAD_ERROR]))
     if not sources:
         st.stop()
     return ex.settled(sources[st.session_state[SOURCE]])
@@ -112,10 +112,10 @@ def choose_text(source: ex.ModelSource) -> tuple[str, str]:
     foreign = ex.named_corpus_mismatch(source) if corpus is None else []
     if foreign:
         shown = ", ".join(colortext.describe_char(c) for c in foreign[:10]) + (" …" if len(foreign) > 10 else "")
-        st.warning(f"This model's vocabulary of {source.vocab.size} characters does not match {source.corpus}, the "
-                   f"corpus it says it was trained on: {len(foreign)} of that corpus's characters are not in it "
-                   f"({shown}). Its held-out text cannot be fed to this model, so the text is one the model writes "
-                   "itself, or your own.", icon=":material/warning:")
+        st.warning(f"This model's vocabulary of {source.vocab.size} characters does not match "
+                   f"{literal(source.corpus)}, the corpus it says it was trained on: {len(foreign)} of that corpus's "
+                   f"characters are not in it ({literal(shown)}). Its held-out text cannot be fed to this model, so "
+                   "the text is one the model writes itself, or your own.", icon=":material/warning:")
     modes = (["corpus"] if corpus is not None else []) + ["sample", "own"]
     if st.session_state.get(TEXT_MODE) not in modes:
         st.session_state[TEXT_MODE] = modes[0]
@@ -125,19 +125,20 @@ def choose_text(source: ex.ModelSource) -> tuple[str, str]:
                                disabled=mode == "own")
     if corpus is None:
         if ex.corpus_needs_download(source.corpus):
-            st.info(f"{source.corpus} is not on this server yet, so the text is one the model writes itself.")
+            st.info(f"{literal(source.corpus)} is not on this server yet, so the text is one the model writes itself.")
             if st.button("Download Tiny Shakespeare (1.1 MB, checked against its published hash)",
                          key=f"{PAGE}_download"):
                 problem = ex.download_tiny_shakespeare()
                 if problem:
-                    st.error(problem)
+                    st.error(literal(problem))
                 else:
                     st.rerun()
         elif mode == "corpus":
-            st.info(f"This server has no copy of {source.corpus}.")
+            st.info(f"This server has no copy of {literal(source.corpus)}.")
     if mode == "corpus":
         text = ex.held_out_text(corpus, length)
-        st.caption(f"{len(text):,} characters from the held-out 10% of {corpus.name}, which training never read.")
+        st.caption(f"{len(text):,} characters from the held-out 10% of {literal(corpus.name)}, which training never "
+                   "read.")
     elif mode == "sample":
         text = ex.model_sample(ex.model_id(source), source.model, source.vocab.chars, length, seed())
         st.caption(f"{len(text):,} characters the model wrote itself (temperature 0.8, seed {seed()}).")
@@ -147,7 +148,7 @@ def choose_text(source: ex.ModelSource) -> tuple[str, str]:
         text, unknown = ex.keep_known(raw.replace("\r\n", "\n"), source.vocab)
         if unknown:
             shown = ", ".join(colortext.describe_char(c) for c in unknown[:15]) + (" …" if len(unknown) > 15 else "")
-            st.warning(f"{len(unknown)} kind(s) of character the model never saw were left out: {shown}")
+            st.warning(f"{len(unknown)} kind(s) of character the model never saw were left out: {literal(shown)}")
         if len(text) < 20:
             st.warning("Type or paste at least 20 characters the model knows, so that there is something to colour.")
             st.stop()
@@ -334,7 +335,7 @@ def pattern_search(trace, text: str, tracks: dict, cell: CellId, start: int, end
         found = text.find(needle) if needle and found < 0 else found
         if not needle or found < 0:
             st.warning("Type a substring that occurs in the traced text; "
-                       f"{html.escape(needle[:40]) or 'an empty one'} does not.")
+                       f"{literal(needle[:40]) or 'an empty one'} does not.")
             return
         lo, hi = found, found + len(needle)
     if hi <= lo:
@@ -400,7 +401,7 @@ def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[C
                                    source.vocab)
     if unknown:
         st.warning("Characters the model never saw were left out of the prime: "
-                   + ", ".join(colortext.describe_char(c) for c in unknown[:15]))
+                   + literal(", ".join(colortext.describe_char(c) for c in unknown[:15])))
     iv = Intervention(cell.layer, cell.unit, float(value), on)
     args = (ex.model_id(source), source.model, source.vocab.chars, prime, length, temperature, seed())
     normal, intervened = ex.continuation(*args, None), ex.continuation(*args, iv)
@@ -419,7 +420,8 @@ def importance(source, text: str, ranked: list[CellId], feature: str) -> None:
     st.subheader("Importance: the loss without each top cell")
     corpus = ex.corpus_of(source)
     held_out = ex.held_out_text(corpus, IMPORTANCE_CHARS) if corpus is not None else text
-    where = f"{len(held_out):,} held-out characters of {corpus.name}" if corpus is not None else "the traced text"
+    where = (f"{len(held_out):,} held-out characters of {literal(corpus.name)}" if corpus is not None
+             else "the traced text")
     cells = list(dict.fromkeys(ranked))
     key = (ex.model_id(source), tuple(cells), len(held_out))
     st.markdown(f"Ablate each of the top {len(cells)} cells for *{FEATURES[feature].label}* in turn (its unit's "

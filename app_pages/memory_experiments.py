@@ -17,7 +17,7 @@ from rnnviz.ui.memory import (
     stored_cost_sweep,
     stored_delay_sweep,
 )
-from rnnviz.ui.widgets import page_header, plot, seed
+from rnnviz.ui.widgets import literal, page_header, plot, seed
 
 page_header(
     "memory-experiments",
@@ -39,7 +39,8 @@ def _parse_delays(text: str) -> tuple[int, ...]:
     try:
         values = sorted({int(p) for p in parts})
     except ValueError:
-        raise ValueError(f"The delays must be whole numbers separated by commas (got “{text[:40]}”).") from None
+        raise ValueError(f"The delays must be whole numbers separated by commas (got “{literal(text[:40])}”)."
+                         ) from None
     if len(values) > 8:
         raise ValueError("Choose at most 8 delays, so that the sweep stays short.")
     return tuple(values)

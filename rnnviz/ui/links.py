@@ -21,6 +21,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from rnnviz.ui.widgets import literal
+
 
 @dataclass(frozen=True)
 class LinkParam:
@@ -82,7 +84,7 @@ def restore_from_link(page: str, params: Sequence[LinkParam]) -> None:
         try:
             st.session_state[param.key] = param.parse(text)
         except (ValueError, TypeError) as err:
-            ignored.append(f"{param.name}={text[:40]} ({err})")
+            ignored.append(f"{param.name}={literal(text[:40])} ({literal(err)})")
     if ignored:
         st.warning("Some settings in the link were not valid and were left at their defaults: " + "; ".join(ignored),
                    icon=":material/link_off:")

@@ -32,7 +32,7 @@ from rnnviz.ui.live_setup import (
     retunable_changes,
 )
 from rnnviz.ui.models import LIVE_RUN_KEY
-from rnnviz.ui.widgets import plot
+from rnnviz.ui.widgets import literal, plot
 
 CHUNK_SECONDS = 0.4  # training per fragment rerun: a click waits at most this long
 RERUN_EVERY = 0.25  # seconds between the running fragment's reruns (a rerun that is due waits for the last)
@@ -211,7 +211,7 @@ def controls(run: LiveRun | None, pending: PendingRun) -> None:
 
 def run_summary(run: LiveRun) -> str:
     config = run.trainer.config
-    return (f"{config.layers} × {config.hidden} {config.kind.upper()} on **{run.corpus_name}** (V = "
+    return (f"{config.layers} × {config.hidden} {config.kind.upper()} on **{literal(run.corpus_name)}** (V = "
             f"{run.trainer.vocab.size}), {run.trainer.num_parameters:,} parameters, {config.optimizer} at "
             f"learning rate {config.lr:g}, " + (f"clipping at θ = {config.clip:g}" if config.clip else "no clipping"))
 

@@ -25,7 +25,7 @@ from rnnviz.train import TrainConfig
 from rnnviz.ui.live_run import current_run
 from rnnviz.ui.live_setup import builtin_corpus, key, needs_download
 from rnnviz.ui.models import UPLOADED_KEY, ModelSource, model_sources
-from rnnviz.ui.widgets import seed
+from rnnviz.ui.widgets import literal, seed
 
 KEEP = dict(persist_state="session")
 STRATEGY_LABELS = {"greedy": "Greedy", "temperature": "Temperature", "beam": "Beam search"}
@@ -133,9 +133,9 @@ def sample_request(source: ModelSource) -> SampleRequest | None:
         None if not top_k else int(top_k), state.get(key("beam_width")), seed(),
     )
     for note in notes:
-        st.warning(note, icon=":material/info:")
+        st.warning(literal(note), icon=":material/info:")
     for error in errors:
-        st.error(error, icon=":material/error:")
+        st.error(literal(error), icon=":material/error:")
     return request
 
 
@@ -229,12 +229,12 @@ def checkpoint_upload() -> None:
                 result = (upload.file_id, str(err))
             st.session_state[CHECKPOINT_RESULT] = result
         if result[1]:
-            st.error(f"This checkpoint was not loaded: {result[1]}", icon=":material/error:")
+            st.error(f"This checkpoint was not loaded: {literal(result[1])}", icon=":material/error:")
     loaded = st.session_state.get(UPLOADED_KEY)
     if loaded is not None:
         config = loaded.config
         st.success(f"Uploaded checkpoint: a {config.layers} × {config.hidden} {config.kind.upper()} trained on "
-                   f"{loaded.corpus} for {loaded.step:,} steps (V = {loaded.vocab.size}). Sample it above, or "
+                   f"{literal(loaded.corpus)} for {loaded.step:,} steps (V = {loaded.vocab.size}). Sample it above, or "
                    "inspect it in the Hidden-cell explorer.", icon=":material/check_circle:")
 
 

@@ -35,7 +35,7 @@ from rnnviz.live import (
 )
 from rnnviz.train import DEFAULT_PRESET, OPTIMIZERS, PRESETS, Preset, TrainConfig
 from rnnviz.ui.links import LinkParam, mirror_to_link, parse_choice, restore_from_link, share_link
-from rnnviz.ui.widgets import seed
+from rnnviz.ui.widgets import literal, seed
 
 PAGE = "live_training"
 KEEP = dict(persist_state="session")  # settings survive a visit to another page
@@ -330,7 +330,7 @@ def _corpus_error(message: str) -> None:
     st.error(message, icon=":material/error:")
     corpus = active_corpus()
     if corpus is not None:
-        st.caption(f"The next run keeps the previous corpus, **{corpus.name}**.")
+        st.caption(f"The next run keeps the previous corpus, **{literal(corpus.name)}**.")
 
 
 def corpus_summary(corpus: Corpus | None, pending_download: str | None = None) -> None:
@@ -341,7 +341,7 @@ def corpus_summary(corpus: Corpus | None, pending_download: str | None = None) -
     if corpus is None:
         st.caption("No corpus chosen yet.")
         return
-    st.markdown(f"Next run trains on **{corpus.name}**: {len(corpus):,} characters, vocabulary V = "
+    st.markdown(f"Next run trains on **{literal(corpus.name)}**: {len(corpus):,} characters, vocabulary V = "
                 f"{corpus.vocab.size}.")
     with st.expander("Preview: the first 500 characters"):
         st.code(corpus.text[:500], language=None, wrap_lines=True)
@@ -419,7 +419,8 @@ def differences_from_run(
 ) -> list[str]:
     """The settings (beyond learning rate and clipping) in which the widgets differ from the run, as
     "name: run's → widgets'"."""
-    changed = [f"corpus: {run_corpus} → {next_corpus}"] if next_corpus and next_corpus != run_corpus else []
+    changed = ([f"corpus: {literal(run_corpus)} → {literal(next_corpus)}"]
+               if next_corpus and next_corpus != run_corpus else [])
     if pending.config is not None:
         changed += [f"{f.name.replace('_', ' ')}: {getattr(current, f.name)} → {getattr(pending.config, f.name)}"
                     for f in fields(TrainConfig) if f.name not in ("lr", "clip")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from rnnviz.ui.registry import page_by_url
@@ -10,6 +12,19 @@ DEFAULT_SEED = 0
 
 # Plotly's mode bar is noise on a projector; keep the download button only.
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+
+
+# Characters that can start markup in Streamlit's markdown: emphasis, code, links and images, HTML and
+# autolinks, math, strikethrough, tables, entities, emoji and icon shortcodes, the "://" of a bare URL and
+# the "@" of a bare e-mail address; a bare "www." is broken up separately.
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>$~|&:@])")
+_BARE_WWW = re.compile(r"(?i)\b(www)\.")
+
+
+def literal(text: str) -> str:
+    """User text (a file name, a link's value, an engine message quoting them) made literal inside
+    st.markdown and alerts: markup characters are backslash-escaped, so they show as typed."""
+    return _BARE_WWW.sub(r"\1\\.", _MARKDOWN.sub(r"\\\1", str(text)))
 
 
 def seed() -> int:
