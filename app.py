@@ -1,12 +1,25 @@
 """rnnviz entrypoint: page config, navigation over the registered pages, and the shared sidebar."""
 
+# pandas first, before any page: Streamlit loads it lazily in whichever session draws the first table, and
+# plotly looks it up in sys.modules without importing it, so when a class opens the app at once another
+# session's chart could meet it half-imported. Importing it here makes every session wait until it is whole.
+import sys
+
+import pandas  # noqa: F401
 import streamlit as st
 
 from rnnviz.runtime import configure_cpu
 from rnnviz.ui.navigation import build_navigation, render_sidebar
+from rnnviz.ui.sessions import reap_expired_sessions
+from rnnviz.ui.warmup import warm_up_once
 
 st.set_page_config(page_title="rnnviz", page_icon=":material/cycle:", layout="wide")
 configure_cpu()
+# The server's own thread answers health checks and carries every tab's messages; it asks for the GIL
+# between training threads, and gets it within 1 ms instead of Python's default 5 ms.
+sys.setswitchinterval(0.001)
+warm_up_once()
+reap_expired_sessions()
 page = build_navigation()
 render_sidebar()
 page.run()

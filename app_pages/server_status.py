@@ -10,6 +10,7 @@ from rnnviz.live import MAX_CORPUS_BYTES, MAX_PARAMETERS, LiveRun
 from rnnviz.runtime import physical_cores, process_memory_bytes
 from rnnviz.sample_request import MAX_SAMPLE_LENGTH
 from rnnviz.ui.live_run import LEASE_SECONDS, training_slots
+from rnnviz.ui.sessions import reap_expired_sessions
 from rnnviz.ui.widgets import page_header
 
 page_header(
@@ -22,6 +23,7 @@ page_header(
 
 st.button("Refresh", icon=":material/refresh:", key="server_status_refresh")
 slots = training_slots()
+reap_expired_sessions()  # closed tabs past the TTL
 gc.collect()  # a closed tab's run that nothing refers to any more is freed now, not counted
 memory = process_memory_bytes()
 cols = st.columns(4)

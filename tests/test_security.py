@@ -45,6 +45,14 @@ def test_streamlit_config_is_classroom_safe():
     assert config["browser"]["gatherUsageStats"] is False
 
 
+def test_streamlit_config_keeps_the_server_thread_free_for_a_class():
+    """Both stalled /_stcore/health past 1 s under load (tests/load): a full gc.collect after every script
+    and fragment run, and the source watcher walking every loaded module."""
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["postScriptGC"] is False
+    assert config["server"]["fileWatcherType"] == "none"
+
+
 def test_engine_never_imports_streamlit():
     pattern = re.compile(r"^\s*(import streamlit|from streamlit)", re.MULTILINE)
     engine = [p for p in (ROOT / "rnnviz").rglob("*.py") if "ui" not in p.relative_to(ROOT / "rnnviz").parts]

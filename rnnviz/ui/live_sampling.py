@@ -35,6 +35,7 @@ TOP_NEXT = 10
 PASSAGE_CHARS, PREFIX_CHARS = 240, 80  # exposure bias: a held-out passage and the prefix both runs read
 PINNED = key("pinned")  # ((source key, model id), step): the weights the shown samples were drawn from
 CHECKPOINT_RESULT = key("checkpoint_result")  # (file_id, error or None) of the last checkpoint upload
+SOURCES_SEEN = key("sources_seen")  # the model sources offered last time
 
 
 def memo(name: str, memo_key: Hashable, compute: Callable[[], Any]) -> Any:
@@ -98,6 +99,10 @@ def choose_source() -> ModelSource | None:
         st.info("Train a model above (Start or Step), or upload a checkpoint below, and sample it here.",
                 icon=":material/info:")
         return None
+    appeared = [k for k in ("live", "uploaded") if k in sources and k not in st.session_state.get(SOURCES_SEEN, ())]
+    st.session_state[SOURCES_SEEN] = tuple(sources)
+    if appeared:  # the session's own model has just appeared (trained or uploaded): sample it
+        st.session_state[key("model_source")] = appeared[0]
     chosen = st.selectbox("Model", list(sources), format_func=lambda k: sources[k].label, key=key("model_source"))
     return sources[chosen]
 

@@ -1,0 +1,27 @@
+"""Give a closed tab's session, and with it its model, back once Streamlit's disconnected-session TTL is up."""
+
+from __future__ import annotations
+
+import logging
+
+from streamlit.runtime import Runtime
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def reap_expired_sessions() -> int:
+    """Drop the disconnected sessions whose ``server.disconnectedSessionTTL`` has run out; returns how many.
+
+    Streamlit keeps a closed tab's session (its session_state: a live model, its optimizer and weight
+    snapshots) in a TTL cache that only removes expired entries when another session is written to it, so
+    the last tabs closed after a lesson would hold their models until somebody else left. Every script run
+    calls this, which costs a look at the oldest entry. It reaches into the runtime's session storage
+    (Streamlit 1.67 has no public call for it); if a later Streamlit moves it, this does nothing and the
+    browser test of a closed tab's model fails."""
+    try:
+        cache = Runtime.instance()._session_mgr._session_storage._cache
+        expire = cache.expire
+    except (AttributeError, RuntimeError):
+        _LOGGER.debug("no session storage to reap", exc_info=True)
+        return 0
+    return len(expire())

@@ -1,0 +1,60 @@
+"""Closing a tab gives its model back: after Streamlit's disconnected-session TTL the live-trainer count,
+as the Server status page shows it (LiveRun.count_alive), falls back. Loopback only, one server of its own
+with a 4 s TTL so the test takes seconds rather than the default two minutes."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import quote
+
+import pytest
+
+from tests.e2e.harness import open_app_page, streamlit_server, wait_idle
+from tests.e2e.test_live_training import choose, click, number, wait_for
+from tests.load.test_load import CORPUS_LABELS
+
+TTL_S = 4
+TRAINING = f"char-model-training?preset={quote('Tiny vanilla RNN')}"
+
+
+@pytest.fixture(scope="module")
+def short_ttl_server():
+    with streamlit_server(extra_args=("--server.disconnectedSessionTTL", str(TTL_S))) as url:
+        yield url
+
+
+def live_models(status_page) -> int:
+    """Refresh the Server status page and read its "Live models in memory"."""
+    status_page.get_by_role("button", name="Refresh").click()
+    status_page.wait_for_timeout(300)
+    wait_idle(status_page)
+    return int(number(status_page, "Live models in memory"))
+
+
+def test_a_closed_tab_frees_its_model_after_the_session_ttl(browser, short_ttl_server):
+    status_context = browser.new_context(viewport={"width": 1300, "height": 900})
+    status = status_context.new_page()
+    open_app_page(status, short_ttl_server, "server-status")
+    assert live_models(status) == 0
+    assert status.get_by_text(f"{TTL_S} s", exact=True).count() == 1, "the limits table shows the TTL in force"
+
+    tabs = []
+    for _ in range(2):
+        context = browser.new_context(viewport={"width": 1300, "height": 900})
+        page = context.new_page()
+        open_app_page(page, short_ttl_server, TRAINING)
+        choose(page, "Built-in corpus", CORPUS_LABELS["hello"])
+        click(page, "Step")
+        wait_for(lambda p=page: (number(p, "Step") or 0) > 0, 60, "a chunk of training")
+        tabs.append(context)
+    assert wait_for(lambda: live_models(status) == 2, 20, "two live models")
+
+    tabs[0].close()  # one tab closed: its model stays for the TTL (a reload within it finds the run)...
+    assert live_models(status) == 2
+    closed_at = time.monotonic()
+    # ...and is freed after it; the other tab's model stays.
+    wait_for(lambda: live_models(status) == 1, TTL_S + 30, "the closed tab's model to be freed")
+    assert time.monotonic() - closed_at >= TTL_S - 1
+    tabs[1].close()
+    wait_for(lambda: live_models(status) == 0, TTL_S + 30, "the second closed tab's model to be freed")
+    status_context.close()
