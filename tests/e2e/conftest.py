@@ -1,10 +1,8 @@
-"""Fixtures for real-browser tests: one app server and one Chromium per test session."""
-
-import os
+"""Fixtures for real-browser tests: one app server per test session (the browser is in tests/conftest.py)."""
 
 import pytest
 
-from tests.e2e.harness import CHROMIUM_ARGS, find_chromium, streamlit_server
+from tests.e2e.harness import streamlit_server
 
 
 def pytest_collection_modifyitems(items):
@@ -14,30 +12,9 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def chromium_path():
-    path = find_chromium()
-    if path is None:
-        message = "No Chromium found: install Debian's chromium (make test does this as root)."
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
-
-@pytest.fixture(scope="session")
 def base_url():
     with streamlit_server() as url:
         yield url
-
-
-@pytest.fixture(scope="session")
-def browser(chromium_path):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -1,8 +1,6 @@
-"""Load tests drive several browser sessions against a server of their own; they share the e2e browser."""
+"""Load tests drive several browser sessions against a server of their own (the browser is in tests/conftest.py)."""
 
 import pytest
-
-from tests.e2e.conftest import browser, chromium_path  # noqa: F401  (fixtures, shared with tests/e2e)
 
 
 def pytest_collection_modifyitems(items):
