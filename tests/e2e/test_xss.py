@@ -101,8 +101,11 @@ def test_hostile_text_on_the_live_training_page(page, base_url):
     page.wait_for_selector("h1:has-text('Hidden-cell explorer')")
     wait_idle(page, 180_000)
     choose_model(page, f"Live-trained ({NAME}, step", timeout_ms=180_000)
-    colouring = page.locator("[data-testid='stHtml']").first.inner_text()
-    assert "<" in colouring and ">" in colouring  # the model writes the characters it learned, drawn as text
+    # The model writes the characters it learned, drawn as text (waited for: until the rerun for the chosen
+    # model lands, the previous model's colouring is still shown).
+    colouring = page.locator("[data-testid='stHtml']").first
+    wait_for(lambda: "<" in colouring.inner_text() and ">" in colouring.inner_text(), 60,
+             "the explorer to colour the live model's own text")
     nothing_injected(page)
     assert dialogs == [] and no_exception(page)
 

@@ -181,7 +181,7 @@ def test_eight_sessions_two_training_and_one_waiting(browser, class_server):
         expected = {"Training now": "2 of 2", "Waiting for a slot": "1", "Live models in memory": "3"}
         seen: list = []
         try:
-            wait_for(lambda: all(server_status(status, wires[7], seen).get(label) == value
+            wait_for(lambda: all(server_status(status, wires[names.index("server-status")], seen).get(label) == value
                                  for label, value in expected.items()), 30, "the server status page")
         except AssertionError as err:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
