@@ -231,7 +231,7 @@ class LiveRun:
             self._finish()
             return
         self.status = Status.RUNNING
-        self.message = "Training. Pause takes effect after the chunk in flight, within a second."
+        self.message = "Training. Pause stops it once the chunk in flight is done."
 
     @_locked
     def pause(self) -> None:
