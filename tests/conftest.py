@@ -3,7 +3,12 @@
 The browser fixtures live here, not in tests/e2e, because Playwright's sync API runs one event loop per
 process: tests/e2e and tests/load must share a single session-wide browser."""
 
+import functools
+import http.server
 import os
+import shutil
+import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +16,8 @@ import torch
 from rnnviz.runtime import configure_cpu
 
 configure_cpu()
+
+SHAKESPEARE = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
 
 
 @pytest.fixture(autouse=True)
@@ -41,3 +48,18 @@ def browser(chromium_path):
         browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def shakespeare_url(tmp_path):
+    """Tiny Shakespeare served from a loopback HTTP server (a copy of ../shared/data), never the internet."""
+    if not SHAKESPEARE.exists():
+        pytest.skip("../shared/data/tinyshakespeare.txt is not here")
+    folder = tmp_path / "served"
+    folder.mkdir()
+    shutil.copy(SHAKESPEARE, folder / "input.txt")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/input.txt"
+    server.shutdown()

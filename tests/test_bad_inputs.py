@@ -9,12 +9,10 @@ all (a bounded slider or number input), ``test_bounded_widgets_refuse_the_value`
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import http.server
 import io
 import math
-import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -404,20 +402,6 @@ def test_a_good_upload_after_bad_ones_replaces_the_corpus_and_keeps_the_run(live
     assert not at.exception and not at.error
     assert at.session_state[ACTIVE_CORPUS].name == "dickens.txt"
     assert snapshot(at.session_state)["run"] == run_before
-
-
-@pytest.fixture
-def shakespeare_url(tmp_path):
-    if not SHAKESPEARE.exists():
-        pytest.skip("../shared/data/tinyshakespeare.txt is not here")
-    folder = tmp_path / "served"
-    folder.mkdir()
-    shutil.copy(SHAKESPEARE, folder / "input.txt")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/input.txt"
-    server.shutdown()
 
 
 def test_a_damaged_cache_is_downloaded_again_when_the_server_answers(tmp_path, monkeypatch, shakespeare_url):

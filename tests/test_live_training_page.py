@@ -1,13 +1,6 @@
 """The live-training page in AppTest: Step, Start and Pause, bad inputs, uploads, a blow-up, the download."""
 
-import functools
-import http.server
 import math
-import shutil
-import threading
-from pathlib import Path
-
-import pytest
 
 from rnnviz.checkpoint import checkpoint_bytes
 from rnnviz.corpus import load_builtin
@@ -16,7 +9,6 @@ from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/live_training.py"
-SHAKESPEARE = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200)
 
 
@@ -154,22 +146,9 @@ def test_sgd_at_learning_rate_50_without_clipping_rolls_back_and_explains():
     assert run.status == "paused" and run.trainer.config.lr == 0.01
 
 
-@pytest.fixture
-def shakespeare_server(tmp_path):
-    """Tiny Shakespeare served from a loopback HTTP server, never the internet."""
-    if not SHAKESPEARE.exists():
-        pytest.skip("../shared/data/tinyshakespeare.txt is not here")
-    shutil.copy(SHAKESPEARE, tmp_path / "input.txt")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/input.txt"
-    server.shutdown()
-
-
-def test_tiny_shakespeare_downloads_on_first_use(tmp_path, monkeypatch, shakespeare_server):
+def test_tiny_shakespeare_downloads_on_first_use(tmp_path, monkeypatch, shakespeare_url):
     monkeypatch.setenv("RNNVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("RNNVIZ_TINY_SHAKESPEARE_URL", shakespeare_server)
+    monkeypatch.setenv("RNNVIZ_TINY_SHAKESPEARE_URL", shakespeare_url)
     at = open_page(PAGE)
     at.selectbox(key=key("preset")).set_value("Quick demo (30 s)").run()
     at.select_slider(key=key("hidden")).set_value(16).run()
