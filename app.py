@@ -1,10 +1,10 @@
 """rnnviz entrypoint: page config, navigation over the registered pages, and the shared sidebar."""
 
+import sys
+
 # pandas first, before any page: Streamlit loads it lazily in whichever session draws the first table, and
 # plotly looks it up in sys.modules without importing it, so when a class opens the app at once another
 # session's chart could meet it half-imported. Importing it here makes every session wait until it is whole.
-import sys
-
 import pandas  # noqa: F401
 import streamlit as st
 

@@ -46,8 +46,8 @@ def test_streamlit_config_is_classroom_safe():
 
 
 def test_streamlit_config_keeps_the_server_thread_free_for_a_class():
-    """Both stalled /_stcore/health past 1 s under load (tests/load): a full gc.collect after every script
-    and fragment run, and the source watcher walking every loaded module."""
+    """A full gc.collect after every script and fragment run held /_stcore/health past 1 s under load
+    (tests/load); the source watcher re-scans every loaded module after runs, for no use in a class."""
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["runner"]["postScriptGC"] is False
     assert config["server"]["fileWatcherType"] == "none"
