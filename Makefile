@@ -24,8 +24,10 @@ install-dev: $(DEV_STAMP)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(RUNTIME_STAMP): requirements.txt constraints.txt | $(BIN)/python
+# The project itself goes in editable, so that the app, the tests and the rnnviz command import this tree.
+$(RUNTIME_STAMP): requirements.txt constraints.txt pyproject.toml | $(BIN)/python
 	$(PIP) install -r requirements.txt -c constraints.txt
+	$(PIP) install --no-deps --no-build-isolation -e .
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt

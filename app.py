@@ -8,7 +8,7 @@ import sys
 import pandas  # noqa: F401
 import streamlit as st
 
-from rnnviz.runtime import configure_cpu
+from rnnviz.core.runtime import configure_cpu
 from rnnviz.ui.navigation import build_navigation, render_sidebar
 from rnnviz.ui.sessions import reap_expired_sessions
 from rnnviz.ui.warmup import warm_up_once

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from rnnviz import gradients
 from rnnviz.figures import gradients as figures
 from rnnviz.figures.gradients import sci
+from rnnviz.lessons import gradients
 from rnnviz.ui.links import LinkParam, mirror_to_link, parse_float_in, parse_int_in, restore_from_link, share_link
 from rnnviz.ui.widgets import page_header, plot, seed
 

@@ -12,7 +12,7 @@ from rnnviz.figures.handbuilt import (
     truth_table_markdown,
     truth_verdict,
 )
-from rnnviz.handbuilt import DEFAULT_BITS, MAX_BITS, HandConfig, format_bits, parse_bits
+from rnnviz.lessons.handbuilt import DEFAULT_BITS, MAX_BITS, HandConfig, format_bits, parse_bits
 from rnnviz.ui.handbuilt import LINK_PARAMS, guess_form, quiz_scores, weight_editor
 from rnnviz.ui.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.mechanics import hand_run, hand_truth_table

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from rnnviz.figures.shapes import five_shapes_figure
-from rnnviz.shapes import SHAPES
+from rnnviz.lessons.shapes import SHAPES
 from rnnviz.ui.registry import page_by_url
 from rnnviz.ui.widgets import page_header, plot
 

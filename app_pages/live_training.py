@@ -2,8 +2,8 @@
 
 import streamlit as st
 
+from rnnviz.charlm.live import LiveRun
 from rnnviz.figures import live as figures
-from rnnviz.live import LiveRun
 from rnnviz.ui import live_run as live
 from rnnviz.ui import live_sampling as sampling
 from rnnviz.ui import live_setup as setup
@@ -122,7 +122,7 @@ st.header("3. Save and load")
 download_col, upload_col = st.columns(2, gap="large")
 with download_col:
     sampling.checkpoint_download()
-    st.caption("The file loads back here, in the Hidden-cell explorer, and in `python -m rnnviz.sample`.")
+    st.caption("The file loads back here, in the Hidden-cell explorer, and in `rnnviz sample`.")
 with upload_col:
     sampling.checkpoint_upload()
 

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from rnnviz import gates
-from rnnviz.charmodel import CharModel
-from rnnviz.corpus import Vocab
+from rnnviz.charlm.corpus import Vocab
+from rnnviz.core.charmodel import CharModel
 from rnnviz.figures import gates as figures
+from rnnviz.lessons import gates
 from rnnviz.ui.explorer import corpus_of, held_out_text, keep_known, model_id, settled
 from rnnviz.ui.links import LinkParam, mirror_to_link, parse_float_in, restore_from_link, share_link
 from rnnviz.ui.models import ModelSource, model_sources

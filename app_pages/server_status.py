@@ -5,10 +5,10 @@ import gc
 import streamlit as st
 import torch
 
-from rnnviz.corpus import MAX_VOCAB
-from rnnviz.live import MAX_CORPUS_BYTES, MAX_PARAMETERS, LiveRun
-from rnnviz.runtime import physical_cores, process_memory_bytes
-from rnnviz.sample_request import MAX_SAMPLE_LENGTH
+from rnnviz.charlm.corpus import MAX_VOCAB
+from rnnviz.charlm.live import MAX_CORPUS_BYTES, MAX_PARAMETERS, LiveRun
+from rnnviz.charlm.sample_request import MAX_SAMPLE_LENGTH
+from rnnviz.core.runtime import physical_cores, process_memory_bytes
 from rnnviz.ui.live_run import LEASE_SECONDS, training_slots
 from rnnviz.ui.sessions import reap_expired_sessions
 from rnnviz.ui.widgets import page_header

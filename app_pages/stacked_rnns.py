@@ -2,9 +2,17 @@
 
 import streamlit as st
 
+from rnnviz.core.recurrent import GATE_BLOCKS
 from rnnviz.figures.stacked import cell_sentence, grid_figure, parameters_figure
-from rnnviz.recurrent import GATE_BLOCKS
-from rnnviz.stacked import MAX_LAYERS, MAX_WIDTH, ORDERS, StackConfig, computation_order, layer_parameters, parse_words
+from rnnviz.lessons.stacked import (
+    MAX_LAYERS,
+    MAX_WIDTH,
+    ORDERS,
+    StackConfig,
+    computation_order,
+    layer_parameters,
+    parse_words,
+)
 from rnnviz.ui.mechanics import stack_depth_table, stack_run
 from rnnviz.ui.stepper import step_controls
 from rnnviz.ui.widgets import page_header, plot, seed

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from rnnviz.figures.tbptt import chunk_figure, curves_figure, sweep_figure
-from rnnviz.tbptt import SweepConfig
+from rnnviz.lessons.tbptt import SweepConfig
 from rnnviz.ui.mechanics import tbptt_reach
 from rnnviz.ui.sweep import chunk_choices, run_missing, stored_runs
 from rnnviz.ui.widgets import page_header, plot, seed

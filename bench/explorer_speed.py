@@ -18,11 +18,11 @@ import time
 import torch
 
 from bench.common import alternate, median, print_table
-from rnnviz.charmodel import CharModel, ModelConfig
-from rnnviz.corpus import python_stdlib_text
-from rnnviz.interpret import rank_cells, trace_cells
-from rnnviz.runtime import configure_cpu
-from rnnviz.textfeatures import feature_tracks
+from rnnviz.charlm.corpus import python_stdlib_text
+from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.runtime import configure_cpu
+from rnnviz.interpret.finder import rank_cells, trace_cells
+from rnnviz.interpret.textfeatures import feature_tracks
 
 CHARS, LAYERS, HIDDEN = 10_000, 2, 256
 TARGET_S = 2.0

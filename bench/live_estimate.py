@@ -1,6 +1,6 @@
 """The live page's "estimated chars/s" beside the Trainer's measured chars/s, for the presets and a few shapes.
 
-The estimate (rnnviz.live.estimate_chars_per_second) is a per-step overhead plus a per-time-step overhead
+The estimate (rnnviz.charlm.live.estimate_chars_per_second) is a per-step overhead plus a per-time-step overhead
 plus 6·P·B·T flops at MATMUL_EFFICIENCY of the matmul rate measured just before. Configurations alternate
 in rounds, so that load from other jobs hits them alike; the ratio estimate / measured should stay within
 about 0.5–2 for the estimate to be useful. Usage: python -m bench.live_estimate
@@ -11,10 +11,10 @@ from __future__ import annotations
 import torch
 
 from bench.common import alternate, median, print_table
-from rnnviz.corpus import Corpus, english_docs_text
-from rnnviz.live import estimate_chars_per_second, measure_matmul_flops
-from rnnviz.runtime import configure_cpu
-from rnnviz.train import PRESETS, TrainConfig, Trainer
+from rnnviz.charlm.corpus import Corpus, english_docs_text
+from rnnviz.charlm.live import estimate_chars_per_second, measure_matmul_flops
+from rnnviz.charlm.train import PRESETS, TrainConfig, Trainer
+from rnnviz.core.runtime import configure_cpu
 
 SHAPES = {
     **{name: preset.config for name, preset in PRESETS.items()},

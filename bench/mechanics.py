@@ -18,7 +18,7 @@ import time
 import torch
 
 from bench.common import print_table, timed_rerun
-from rnnviz.runtime import configure_cpu
+from rnnviz.core.runtime import configure_cpu
 
 BUDGET_S = 1.0
 SWEEP_TARGET_S = 30.0
@@ -82,8 +82,8 @@ def latency() -> dict:
 
 
 def sweep(rounds: int = 1) -> dict:
-    from rnnviz.tbptt import SweepConfig
-    from rnnviz.tbptt import sweep as run_sweep
+    from rnnviz.lessons.tbptt import SweepConfig
+    from rnnviz.lessons.tbptt import sweep as run_sweep
 
     configured = configure_cpu()
     counts = sorted({1, configured})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 
 from bench.common import print_table, timed_rerun
-from rnnviz.runtime import configure_cpu
+from rnnviz.core.runtime import configure_cpu
 
 BUDGET_S = 1.0
 

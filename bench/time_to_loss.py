@@ -18,10 +18,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.common import print_table
-from rnnviz.corpus import Corpus, TBPTTBatcher
-from rnnviz.recurrent import detach_state
-from rnnviz.runtime import configure_cpu
-from rnnviz.train import DEFAULT_PRESET, PRESETS, Trainer, sequence_loss
+from rnnviz.charlm.corpus import Corpus, TBPTTBatcher
+from rnnviz.charlm.train import DEFAULT_PRESET, PRESETS, Trainer, sequence_loss
+from rnnviz.core.recurrent import detach_state
+from rnnviz.core.runtime import configure_cpu
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tinyshakespeare.txt"
 MARKS = (30, 60, 90, 120, 150)  # seconds of training at which val loss is reported

@@ -13,11 +13,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.common import alternate, matmul_peak_gflops, median, print_table
-from rnnviz.charmodel import CharModel, ModelConfig
-from rnnviz.corpus import Corpus
-from rnnviz.recurrent import detach_state
-from rnnviz.runtime import configure_cpu
-from rnnviz.train import TrainConfig, Trainer
+from rnnviz.charlm.corpus import Corpus
+from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.recurrent import detach_state
+from rnnviz.core.runtime import configure_cpu
 
 VOCAB, EMBED, BATCH, SEQ = 65, 64, 32, 64
 SHAPES = ((1, 128), (2, 256), (1, 512))  # (layers, hidden)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rnnviz.runtime import configure_cpu
+from rnnviz.core.runtime import configure_cpu
 
 configure_cpu()
 

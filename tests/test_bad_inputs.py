@@ -22,11 +22,11 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from rnnviz.checkpoint import checkpoint_bytes, load_checkpoint
-from rnnviz.corpus import TINY_SHAKESPEARE_BYTES, TINY_SHAKESPEARE_FILE, load_builtin
-from rnnviz.live import LiveRun, LiveSettings
-from rnnviz.slots import TrainingSlots
-from rnnviz.train import TrainConfig, Trainer
+from rnnviz.charlm.checkpoint import checkpoint_bytes, load_checkpoint
+from rnnviz.charlm.corpus import TINY_SHAKESPEARE_BYTES, TINY_SHAKESPEARE_FILE, load_builtin
+from rnnviz.charlm.live import LiveRun, LiveSettings
+from rnnviz.charlm.slots import TrainingSlots
+from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import APP, TIMEOUT, page_text
 
@@ -452,7 +452,7 @@ def test_bounded_widgets_refuse_the_value(page, kind, name, bad, low):
 
 def test_the_sampling_temperature_cannot_reach_zero_and_zero_would_mean_greedy(live_run):
     """The τ slider starts at 0.1; the check behind it turns τ = 0 into greedy decoding with a note."""
-    from rnnviz.sample_request import check_sample_request
+    from rnnviz.charlm.sample_request import check_sample_request
 
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state[LIVE_RUN_KEY] = live_run

@@ -5,7 +5,7 @@ import torch
 from torch import nn
 from torch.testing import assert_close
 
-from rnnviz.cells import CellWeights, gru_cell, lstm_cell, rnn_cell
+from rnnviz.core.cells import CellWeights, gru_cell, lstm_cell, rnn_cell
 
 
 def _weights(cell: nn.Module) -> CellWeights:

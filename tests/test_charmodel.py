@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from rnnviz.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel, ModelConfig
 
 
 @pytest.mark.parametrize("kind", ["rnn", "lstm", "gru"])

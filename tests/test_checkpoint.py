@@ -9,8 +9,7 @@ import zipfile
 import pytest
 import torch
 
-from rnnviz.charmodel import CharModel
-from rnnviz.checkpoint import (
+from rnnviz.charlm.checkpoint import (
     FORMAT_VERSION,
     CheckpointError,
     checkpoint_bytes,
@@ -19,8 +18,9 @@ from rnnviz.checkpoint import (
     resume_trainer,
     save_checkpoint,
 )
-from rnnviz.corpus import Corpus, english_docs_text
-from rnnviz.train import TrainConfig, Trainer
+from rnnviz.charlm.corpus import Corpus, english_docs_text
+from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.core.charmodel import CharModel
 
 TINY = dict(hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rnnviz.corpus import (
+from rnnviz.charlm.corpus import (
     TINY_SHAKESPEARE_BYTES,
     TINY_SHAKESPEARE_FILE,
     TINY_SHAKESPEARE_SHA256,

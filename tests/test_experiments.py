@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from rnnviz.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel, ModelConfig
 from rnnviz.experiments.__main__ import _parser, main
 from rnnviz.experiments.conditioning import (
     BigramClassifier,
@@ -41,8 +41,8 @@ from rnnviz.experiments.delay import (
     parameter_count,
     run_delay_sweep,
 )
+from rnnviz.experiments.tasks import IGNORE, DelayedCopy, delayed_copy_batch, train_delayed_copy
 from rnnviz.figures.experiments import cost_time_figure, delay_sweep_figure
-from rnnviz.tasks import IGNORE, DelayedCopy, delayed_copy_batch, train_delayed_copy
 from tests.apptest_helpers import ROOT
 
 # --------------------------------------------------------------------------------------------------------
@@ -51,7 +51,7 @@ from tests.apptest_helpers import ROOT
 
 def test_generator_reproduces_the_lecture_example_and_shifts_every_batch():
     inputs = torch.tensor([[3, 8, 2, 5, 1]])
-    from rnnviz.tasks import delayed_copy_targets
+    from rnnviz.experiments.tasks import delayed_copy_targets
 
     targets = delayed_copy_targets(inputs, 2)
     assert targets[0, 2:].tolist() == [3, 8, 2]
@@ -328,7 +328,7 @@ def test_page_command_rebuilds_the_same_run():
                               lr=3e-3, forget_bias=None, eval_batch=64, eval_every=10)
     for kind in ("rnn", "lstm"):
         command = config.cli_command(kind, 9, 7)
-        args = _parser().parse_args(command.split()[3:])
+        args = _parser().parse_args(command.split()[2:])  # after "rnnviz experiments"
         from rnnviz.experiments.__main__ import _delay_config
 
         args.delays = [args.delay]

@@ -7,11 +7,11 @@ import re
 import numpy as np
 import pytest
 
-from rnnviz.checkpoint import load_checkpoint
-from rnnviz.corpus import load_builtin
-from rnnviz.interpret import CellId, trace_cells
-from rnnviz.sample import Intervention, generate
-from rnnviz.textfeatures import FEATURES, feature_tracks
+from rnnviz.charlm.checkpoint import load_checkpoint
+from rnnviz.charlm.corpus import load_builtin
+from rnnviz.charlm.sample import Intervention, generate
+from rnnviz.interpret.finder import CellId, trace_cells
+from rnnviz.interpret.textfeatures import FEATURES, feature_tracks
 from rnnviz.ui.explorer import held_out_text
 from rnnviz.ui.models import PRETRAINED_DIR
 from tests.apptest_helpers import open_page, page_text
@@ -141,9 +141,9 @@ def test_the_link_restores_the_model_and_the_cell():
 @pytest.fixture(scope="module")
 def live_run():
     """A tiny live run, trained 6 steps with a snapshot every 2, as the live-training page keeps it."""
-    from rnnviz.corpus import corpus_from_user_text
-    from rnnviz.live import LiveRun, LiveSettings
-    from rnnviz.train import TrainConfig
+    from rnnviz.charlm.corpus import corpus_from_user_text
+    from rnnviz.charlm.live import LiveRun, LiveSettings
+    from rnnviz.charlm.train import TrainConfig
 
     code = "".join(f"def f{i}(a, b=[1, (2, {i})]):\n    return {{'k': (a + b[0]) * {i}}}\n\n" for i in range(300))
     corpus = corpus_from_user_text(code, name="brackets.py")
@@ -157,7 +157,7 @@ def live_run():
 def test_three_clicks_from_a_live_model_to_its_bracket_cell_and_its_snapshots(live_run):
     from streamlit.testing.v1 import AppTest
 
-    from rnnviz.interpret import rank_cells
+    from rnnviz.interpret.finder import rank_cells
     from rnnviz.ui.models import LIVE_RUN_KEY
     from tests.apptest_helpers import APP, TIMEOUT
 
@@ -187,7 +187,7 @@ def test_three_clicks_from_a_live_model_to_its_bracket_cell_and_its_snapshots(li
 def test_importance_bars_are_the_engines_ablation_losses(opened, engine):
     import json
 
-    from rnnviz.interpret import ablation_importance
+    from rnnviz.interpret.finder import ablation_importance
 
     at = opened
     at.radio(key="explorer_text_mode").set_value("corpus").run()

@@ -18,11 +18,11 @@ import time
 import pytest
 import torch
 
-from rnnviz.checkpoint import load_checkpoint, save_checkpoint
-from rnnviz.corpus import corpus_from_user_text
-from rnnviz.live import LiveRun, LiveSettings, Status
-from rnnviz.slots import TrainingSlots
-from rnnviz.train import TrainConfig, Trainer
+from rnnviz.charlm.checkpoint import load_checkpoint, save_checkpoint
+from rnnviz.charlm.corpus import corpus_from_user_text
+from rnnviz.charlm.live import LiveRun, LiveSettings, Status
+from rnnviz.charlm.slots import TrainingSlots
+from rnnviz.charlm.train import TrainConfig, Trainer
 from tests.apptest_helpers import ROOT
 
 TEXT = "".join(f"The {w} sat on mat number {i}, and the {w} was content.\n"
@@ -141,9 +141,9 @@ def test_a_tab_that_stops_asking_gives_its_slot_to_the_next_in_line(corpus):
 
 CRASH = """
 import os, sys
-from rnnviz.checkpoint import save_checkpoint
-from rnnviz.corpus import corpus_from_user_text
-from rnnviz.train import TrainConfig, Trainer
+from rnnviz.charlm.checkpoint import save_checkpoint
+from rnnviz.charlm.corpus import corpus_from_user_text
+from rnnviz.charlm.train import TrainConfig, Trainer
 
 trainer = Trainer(TrainConfig(hidden=16, embed_dim=8, batch=4, seq_len=16, device="cpu"),
                   corpus_from_user_text({text!r}, name="mats.txt"))

@@ -6,13 +6,14 @@ import pytest
 import torch
 from torch import nn
 
-from rnnviz import gates
-from rnnviz.cells import CellWeights, lstm_cell
-from rnnviz.charmodel import CharModel, ModelConfig
-from rnnviz.checkpoint import load_checkpoint
-from rnnviz.corpus import load_builtin
+from rnnviz.charlm.checkpoint import load_checkpoint
+from rnnviz.charlm.corpus import load_builtin
+from rnnviz.charlm.pretrained import MODELS_DIR
+from rnnviz.core.cells import CellWeights, lstm_cell
+from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.lessons import gates
 from rnnviz.ui.explorer import held_out_text
-from tests.apptest_helpers import ROOT, open_page, page_text
+from tests.apptest_helpers import open_page, page_text
 
 # --- One number through the gates ---------------------------------------------------------------------------
 
@@ -164,7 +165,7 @@ def test_page_follows_the_gate_sliders_and_presets():
     assert (_metric(at, "vanilla RNN layer"), _metric(at, "LSTM layer")) == ("112", "448")
     # Saturation of the shipped English LSTM, over held-out prose and over a too-short text of one's own.
     assert at.selectbox(key="lstm_gates_model").value == "pretrained:lstm-english-docs"
-    shipped = load_checkpoint(ROOT / "assets" / "models" / "lstm-english-docs.pt")
+    shipped = load_checkpoint(MODELS_DIR / "lstm-english-docs.pt")
     prose = held_out_text(load_builtin("english-docs"), 2000)
     expected = gates.gate_saturation(shipped.model, shipped.vocab.encode(prose)).get(0, "f").right
     assert _metric(at, "forget gate, layer 1") == f"{expected:.1%}"

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from rnnviz import gradients
-from rnnviz.cells import lstm_cell, rnn_cell
+from rnnviz.core.cells import lstm_cell, rnn_cell
 from rnnviz.figures.gradients import sci
+from rnnviz.lessons import gradients
 from tests.apptest_helpers import open_page
 
 SMALL = gradients.TanhRNNConfig(hidden=5, sigma=1.05, steps=7, input_size=3, seed=3)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from rnnviz.handbuilt import (
+from rnnviz.lessons.handbuilt import (
     DEFAULT_BITS,
     HAND_SET,
     HandConfig,

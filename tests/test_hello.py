@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from rnnviz.corpus import load_builtin
-from rnnviz.hello import HelloConfig, hello_config, train_hello
-from rnnviz.train import Trainer
+from rnnviz.charlm.corpus import load_builtin
+from rnnviz.charlm.hello import HelloConfig, hello_config, train_hello
+from rnnviz.charlm.train import Trainer
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from rnnviz.cells import lstm_cell
-from rnnviz.charmodel import CharModel, ModelConfig
-from rnnviz.colortext import Scale, colored_text_html, rgb, scale_for
-from rnnviz.corpus import Vocab
-from rnnviz.interpret import (
+from rnnviz.charlm.corpus import Vocab
+from rnnviz.charlm.sample import Intervention, generate
+from rnnviz.charlm.train import sequence_loss
+from rnnviz.core.cells import lstm_cell
+from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.interpret.colortext import Scale, colored_text_html, rgb, scale_for
+from rnnviz.interpret.finder import (
     QUANTITIES,
     CellId,
     ablated_model,
@@ -26,9 +28,7 @@ from rnnviz.interpret import (
     rank_cells,
     trace_cells,
 )
-from rnnviz.sample import Intervention, generate
-from rnnviz.textfeatures import feature_tracks, showcase_window
-from rnnviz.train import sequence_loss
+from rnnviz.interpret.textfeatures import feature_tracks, showcase_window
 
 
 def digits(track) -> str:

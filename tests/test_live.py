@@ -9,9 +9,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from rnnviz.charmodel import CharModel
-from rnnviz.corpus import Corpus, english_docs_text, load_builtin
-from rnnviz.live import (
+from rnnviz.charlm.corpus import Corpus, english_docs_text, load_builtin
+from rnnviz.charlm.live import (
     MATMUL_EFFICIENCY,
     MAX_SNAPSHOTS,
     STEP_OVERHEAD_S,
@@ -23,9 +22,10 @@ from rnnviz.live import (
     downsample,
     estimate_chars_per_second,
 )
-from rnnviz.sample import generate
-from rnnviz.slots import TrainingSlots
-from rnnviz.train import TrainConfig, Trainer
+from rnnviz.charlm.sample import generate
+from rnnviz.charlm.slots import TrainingSlots
+from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.core.charmodel import CharModel
 
 TINY = TrainConfig(hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu")
 

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from rnnviz.charlm.sample import ExposureBias
 from rnnviz.figures.live import (
     MAX_POINTS,
     context_html,
@@ -14,7 +15,6 @@ from rnnviz.figures.live import (
     loss_figure,
     next_char_figure,
 )
-from rnnviz.sample import ExposureBias
 
 
 def test_loss_figure_draws_ln_v_and_converts_to_bits():

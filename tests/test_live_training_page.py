@@ -2,9 +2,9 @@
 
 import math
 
-from rnnviz.checkpoint import checkpoint_bytes
-from rnnviz.corpus import load_builtin
-from rnnviz.train import TrainConfig, Trainer
+from rnnviz.charlm.checkpoint import checkpoint_bytes
+from rnnviz.charlm.corpus import load_builtin
+from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import open_page, page_text
 

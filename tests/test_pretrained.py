@@ -1,23 +1,18 @@
 """The shipped models: each loads through the safe loader, is within the size limit, and scores the val loss
-recorded in assets/models/MODELS.md to ±0.02 nats/char on the last 10% of its corpus."""
-
-import re
+recorded in rnnviz/assets/models/MODELS.md to ±0.02 nats/char on the last 10% of its corpus."""
 
 import pytest
 
-from rnnviz.checkpoint import load_checkpoint
-from rnnviz.corpus import TINY_SHAKESPEARE_FILE, Corpus, load_builtin
-from rnnviz.pretrained import MAX_BYTES, MODELS_DIR, val_loss
+from rnnviz.charlm.checkpoint import load_checkpoint
+from rnnviz.charlm.corpus import TINY_SHAKESPEARE_FILE, Corpus, load_builtin
+from rnnviz.charlm.pretrained import MAX_BYTES, MODELS_DIR, shipped_models, val_loss
 from tests.apptest_helpers import ROOT
 
 SHARED_SHAKESPEARE = ROOT.parent / "shared" / "data" / TINY_SHAKESPEARE_FILE
-ROW = re.compile(  # | `file.pt` | corpus | model | size | val loss |
-    r"^\| `(?P<file>[\w.-]+\.pt)` \| (?P<corpus>[\w-]+) \| [^|]+ \| (?P<size>[\d,]+) \| (?P<loss>\d\.\d{4}) \|$"
-)
 
 
 def recorded() -> list[dict]:
-    rows = [m.groupdict() for m in map(ROW.match, (MODELS_DIR / "MODELS.md").read_text().splitlines()) if m]
+    rows = [vars(row) for row in shipped_models()]
     assert rows, "MODELS.md has no table of models"
     return rows
 
@@ -29,7 +24,7 @@ def test_every_shipped_file_is_recorded_and_small():
     for row in rows:
         size = (MODELS_DIR / row["file"]).stat().st_size
         assert size <= MAX_BYTES
-        assert int(row["size"].replace(",", "")) == size
+        assert row["size"] == size
 
 
 @pytest.mark.parametrize("row", recorded(), ids=lambda r: r["file"])
@@ -45,4 +40,4 @@ def test_val_loss_matches_the_recorded_value(row):
         corpus = load_builtin(row["corpus"])
     loss, chars = val_loss(MODELS_DIR / row["file"], corpus)
     assert chars == len(corpus.split()[1]) - 1  # every val character after the first is scored once
-    assert loss == pytest.approx(float(row["loss"]), abs=0.02)
+    assert loss == pytest.approx(row["val_loss"], abs=0.02)

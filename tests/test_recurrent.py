@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from rnnviz.recurrent import TORCH_CLASSES, TRACE_FIELDS, detach_state, make_recurrent
+from rnnviz.core.recurrent import TORCH_CLASSES, TRACE_FIELDS, detach_state, make_recurrent
 
 configs = st.fixed_dictionaries(
     {

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from rnnviz import reference_numpy as ref
+from rnnviz.core import reference_numpy as ref
 
 
 def _np(t):

@@ -6,9 +6,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.testing import assert_close
 
-from rnnviz.charmodel import CharModel, ModelConfig
-from rnnviz.corpus import UnknownCharactersError, Vocab
-from rnnviz.sample import (
+from rnnviz.charlm.corpus import UnknownCharactersError, Vocab
+from rnnviz.charlm.sample import (
     Intervention,
     _choose,
     _step_with_interventions,
@@ -17,6 +16,7 @@ from rnnviz.sample import (
     generate,
     next_char_distribution,
 )
+from rnnviz.core.charmodel import CharModel, ModelConfig
 
 VOCAB = Vocab.from_text("abcdefgh \n")
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from rnnviz.charmodel import CharModel, ModelConfig
-from rnnviz.corpus import Vocab
-from rnnviz.sample import beam_search, generate
-from rnnviz.sample_request import MAX_BEAM_LENGTH, MAX_SAMPLE_LENGTH, check_sample_request, run_sample
+from rnnviz.charlm.corpus import Vocab
+from rnnviz.charlm.sample import beam_search, generate
+from rnnviz.charlm.sample_request import MAX_BEAM_LENGTH, MAX_SAMPLE_LENGTH, check_sample_request, run_sample
+from rnnviz.core.charmodel import CharModel, ModelConfig
 
 VOCAB = Vocab("ehlo")
 

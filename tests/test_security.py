@@ -72,15 +72,15 @@ def test_openmp_threads_wait_passively_once_rnnviz_is_imported():
 
 
 def test_only_the_corpus_module_fetches_urls_and_only_its_fixed_one():
-    """The server never fetches a user-supplied address: no module but rnnviz/corpus.py can open a URL, and
+    """The server never fetches a user-supplied address: no module but rnnviz/charlm/corpus.py can open a URL, and
     corpus.py opens only TINY_SHAKESPEARE_URL (or the operator's $RNNVIZ_TINY_SHAKESPEARE_URL mirror)."""
     fetching = re.compile(r"^\s*(?:import|from)\s+(?:urllib\.request|http\.client|requests|httpx|aiohttp|urllib3|"
                           r"socket|pycurl|ftplib|smtplib|webbrowser|huggingface_hub)\b|urlopen\(|torch\.hub|_from_url\(",
                           re.MULTILINE)
-    outside = [f"{p.relative_to(ROOT)}: {m.group()}" for p in SOURCES if p != ROOT / "rnnviz" / "corpus.py"
+    outside = [f"{p.relative_to(ROOT)}: {m.group()}" for p in SOURCES if p != ROOT / "rnnviz" / "charlm" / "corpus.py"
                for m in fetching.finditer(p.read_text())]
     assert outside == []
-    corpus = (ROOT / "rnnviz" / "corpus.py").read_text()
+    corpus = (ROOT / "rnnviz" / "charlm" / "corpus.py").read_text()
     assert corpus.count("urlopen(") == 1 and "urllib.request.urlopen(url, timeout=timeout)" in corpus
     assert re.findall(r"url = (.+)", corpus) == [
         'url or os.environ.get("RNNVIZ_TINY_SHAKESPEARE_URL") or TINY_SHAKESPEARE_URL'

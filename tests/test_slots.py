@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from rnnviz.slots import TrainingSlots
+from rnnviz.charlm.slots import TrainingSlots
 
 
 class FakeClock:

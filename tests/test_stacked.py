@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from rnnviz.recurrent import TORCH_CLASSES
-from rnnviz.stacked import (
+from rnnviz.core.recurrent import TORCH_CLASSES
+from rnnviz.lessons.stacked import (
     StackConfig,
     build_stack,
     computation_order,

@@ -3,7 +3,14 @@
 import pytest
 import torch
 
-from rnnviz.tasks import IGNORE, CopyTrainConfig, DelayedCopy, delayed_copy_targets, masked_accuracy, train_delayed_copy
+from rnnviz.experiments.tasks import (
+    IGNORE,
+    CopyTrainConfig,
+    DelayedCopy,
+    delayed_copy_targets,
+    masked_accuracy,
+    train_delayed_copy,
+)
 
 
 def test_lecture_example():

@@ -15,17 +15,15 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from rnnviz.charmodel import CharModel
-from rnnviz.corpus import BUILTIN_CORPORA, Corpus, english_docs_text, load_builtin
-from rnnviz.sample import main as sample_main
-from rnnviz.train import (
+from rnnviz.charlm.cli import sample_main, train_main, train_parser
+from rnnviz.charlm.corpus import BUILTIN_CORPORA, Corpus, english_docs_text, load_builtin
+from rnnviz.charlm.train import (
     PRESETS,
     TrainConfig,
     Trainer,
-    build_parser,
-    main,
     sequence_loss,
 )
+from rnnviz.core.charmodel import CharModel
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu")
@@ -209,13 +207,13 @@ def test_presets_are_valid():
         assert isinstance(preset.config, TrainConfig)
 
 
-@pytest.mark.parametrize(("cli", "option"), [(main, "--minutes"), (sample_main, "--temperature")])
+@pytest.mark.parametrize(("cli", "option"), [(train_main, "--minutes"), (sample_main, "--temperature")])
 def test_cli_help(capsys, cli, option):
     with pytest.raises(SystemExit) as exit_info:
         cli(["--help"])
     assert exit_info.value.code == 0
     assert option in capsys.readouterr().out
-    assert build_parser().parse_args(["--clip", "0"]).clip == 0
+    assert train_parser().parse_args(["--clip", "0"]).clip == 0
 
 
 def _cli_env():
@@ -227,7 +225,7 @@ def test_train_cli_tiny_run_then_sample(tmp_path, capsys):
     text.write_text(english_docs_text()[:4000])
     out = tmp_path / "m.pt"
     run = subprocess.run(
-        [sys.executable, "-m", "rnnviz.train", "--corpus", str(text), "--hidden", "16", "--embed-dim", "8",
+        [sys.executable, "-m", "rnnviz", "train", "--corpus", str(text), "--hidden", "16", "--embed-dim", "8",
          "--batch", "4", "--seq-len", "16", "--steps", "6", "--eval-every", "3", "--device", "cpu", "--out", str(out)],
         capture_output=True, text=True, env=_cli_env(), timeout=120, cwd=tmp_path,
     )  # fmt: skip
@@ -247,7 +245,7 @@ def test_ctrl_c_saves_the_checkpoint(tmp_path):
     text.write_text(english_docs_text()[:4000])
     out = tmp_path / "m.pt"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rnnviz.train", "--corpus", str(text), "--hidden", "16", "--batch", "4",
+        [sys.executable, "-m", "rnnviz", "train", "--corpus", str(text), "--hidden", "16", "--batch", "4",
          "--seq-len", "16", "--steps", "1000000", "--device", "cpu", "--out", str(out), "--quiet"],
         stderr=subprocess.PIPE, text=True, env=_cli_env(), cwd=tmp_path,
     )  # fmt: skip
@@ -258,6 +256,6 @@ def test_ctrl_c_saves_the_checkpoint(tmp_path):
     assert proc.returncode == 130, err
     assert "interrupted" in err and out.exists()
 
-    from rnnviz.checkpoint import load_checkpoint
+    from rnnviz.charlm.checkpoint import load_checkpoint
 
     assert load_checkpoint(out).step > 0

@@ -6,8 +6,8 @@ import torch
 from torch import nn
 from torch.autograd.functional import jacobian
 
-from rnnviz.cells import CellWeights, rnn_cell
-from rnnviz.unroll import UnrollConfig, build_network, forward, unroll
+from rnnviz.core.cells import CellWeights, rnn_cell
+from rnnviz.lessons.unroll import UnrollConfig, build_network, forward, unroll
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import annotation_texts, figure, numbers
 

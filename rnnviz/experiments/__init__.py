@@ -5,6 +5,7 @@
 - ``conditioning``: a style vector v fed at every step against only at h_0 (the captioning join), with
   <START>/<END>-framed lines.
 - ``cost``: forward time and peak memory of an LSTM layer against single-head self-attention as T grows.
+- ``tasks``: the synthetic tasks they share (delayed copy) and their training loop.
 
-``python -m rnnviz.experiments delay --model rnn --delay 8 --length 96`` is the command-line twin.
+``rnnviz experiments delay --model rnn --delay 8 --length 96`` is the command-line twin.
 """

@@ -1,9 +1,11 @@
 """Command-line twin of the Memory experiments page; the same seed gives the page's numbers.
 
-    python -m rnnviz.experiments delay --model rnn --delay 8 --length 96
-    python -m rnnviz.experiments sweep --seeds 3
-    python -m rnnviz.experiments cost --max-length 8192
-    python -m rnnviz.experiments condition --steps 400
+    rnnviz experiments delay --model rnn --delay 8 --length 96
+    rnnviz experiments sweep --seeds 3
+    rnnviz experiments cost --max-length 8192
+    rnnviz experiments condition --steps 400
+
+``python -m rnnviz.experiments …`` is the same command.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import dataclasses
 import sys
 import time
 
-from rnnviz.runtime import configure_cpu
+from rnnviz.core.runtime import configure_cpu
 
 
 def _delay_config(args):
@@ -29,7 +31,7 @@ def _delay_config(args):
 
 def run_delay(args) -> int:
     """One model, one delay: train-batch loss every N steps, held-out accuracy at the end."""
-    from rnnviz.tasks import train_delayed_copy
+    from rnnviz.experiments.tasks import train_delayed_copy
 
     args.delays = [args.delay]
     config = _delay_config(args).run_config(args.model, args.delay, args.seed)
@@ -111,8 +113,8 @@ def run_condition(args) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m rnnviz.experiments", description=__doc__.splitlines()[0])
+def _parser(prog: str = "rnnviz experiments") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     def delay_options(p):
@@ -161,8 +163,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "rnnviz experiments") -> int:
+    args = _parser(prog).parse_args(argv)
     configure_cpu()
     try:
         return args.run(args)

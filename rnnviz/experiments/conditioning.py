@@ -25,9 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rnnviz import corpus
-from rnnviz.recurrent import KINDS, State, make_recurrent
-from rnnviz.tasks import IGNORE
+from rnnviz.charlm import corpus
+from rnnviz.core.recurrent import KINDS, State, make_recurrent
+from rnnviz.experiments.tasks import IGNORE
 
 VARIANTS = {
     "every": "v at every step",

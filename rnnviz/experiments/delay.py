@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rnnviz.charmodel import CharModel, ModelConfig
-from rnnviz.recurrent import GATE_BLOCKS
-from rnnviz.tasks import CopyTrainConfig, DelayedCopy, train_delayed_copy
+from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.recurrent import GATE_BLOCKS
+from rnnviz.experiments.tasks import CopyTrainConfig, DelayedCopy, train_delayed_copy
 
 SIZINGS = {
     "params": "equal parameter count",
@@ -141,7 +141,7 @@ class DelaySweepConfig:
             args.append(f"--forget-bias {-1 if self.forget_bias is None else self.forget_bias}")
         if self.eval_batch != defaults.eval_batch:
             args.append(f"--eval-batch {self.eval_batch}")
-        return "python -m rnnviz.experiments delay " + " ".join(args)
+        return "rnnviz experiments delay " + " ".join(args)
 
     @property
     def characters_per_run(self) -> int:

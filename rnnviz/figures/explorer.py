@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from rnnviz.colortext import NEGATIVE, POSITIVE, Scale, visible_char
 from rnnviz.figures import PALETTE, house_style
+from rnnviz.interpret.colortext import NEGATIVE, POSITIVE, Scale, visible_char
 
 
 def _colorscale(scale: Scale) -> list[list]:

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
-from rnnviz.gates import GATE_NAMES, GATES, OneNumber, SaturationStats, StepDetail, saturation_thresholds
+from rnnviz.lessons.gates import GATE_NAMES, GATES, OneNumber, SaturationStats, StepDetail, saturation_thresholds
 
 GATE_COLOURS = {"i": "#e45756", "f": "#f58518", "g": "#b279a2", "o": "#4c78a8"}
 GATE_LABELS = {"i": "input i<sub>t</sub>", "f": "forget f<sub>t</sub>", "g": "candidate g<sub>t</sub>",

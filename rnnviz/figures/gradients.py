@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
-from rnnviz.gradients import CellPath, ClipRun, Contributions, DecayCurves, PowerCurve
+from rnnviz.lessons.gradients import CellPath, ClipRun, Contributions, DecayCurves, PowerCurve
 
 # Colours of the overlaid σ₁ values, after the highlighted one (PALETTE["measured"]).
 OVERLAY_COLOURS = ("#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#d9d9d9", "#c6dbef")

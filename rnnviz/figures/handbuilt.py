@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 import plotly.graph_objects as go
 
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
-from rnnviz.handbuilt import THRESHOLD, HandRun, HandStep, HandWeights, TruthRow
+from rnnviz.lessons.handbuilt import THRESHOLD, HandRun, HandStep, HandWeights, TruthRow
 
 PHI_LATEX = {"relu": r"\operatorname{ReLU}", "tanh": r"\tanh"}
 HIGHLIGHT_ROW = "#fde3c8"  # a light tint of PALETTE["highlight"], dark text stays readable on it

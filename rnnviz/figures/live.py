@@ -11,10 +11,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from rnnviz.charlm.hello import HelloWalkthrough
+from rnnviz.charlm.live import downsample
+from rnnviz.charlm.sample import ExposureBias
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
-from rnnviz.hello import HelloWalkthrough
-from rnnviz.live import downsample
-from rnnviz.sample import ExposureBias
 
 MAX_POINTS = 300  # per curve: a long run stays light to send and draw
 LOG_TICKS = [m * 10.0**e for e in range(-4, 5) for m in (1, 2, 5)]  # 1-2-5 labels, written out in full

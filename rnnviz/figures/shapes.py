@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from rnnviz.figures import PALETTE, house_style
-from rnnviz.shapes import SHAPES, ProblemShape
+from rnnviz.lessons.shapes import SHAPES, ProblemShape
 
 _ROWS = {"input": 0.0, "hidden": 1.0, "output": 2.0}
 _HALF = 0.32  # half the side of a block

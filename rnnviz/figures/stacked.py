@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
 from rnnviz.figures.canvas import Canvas
-from rnnviz.stacked import DepthRow, StackRun
+from rnnviz.lessons.stacked import DepthRow, StackRun
 
 HALF_W, HALF_H = 0.42, 0.40  # half the size of a grid cell, in data units (one unit between cells)
 DONE_FILL = "#e6f2e3"  # a light tint of PALETTE["hidden"]

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
 from rnnviz.figures.canvas import Canvas
-from rnnviz.tbptt import ChunkRun, chunk_starts
+from rnnviz.lessons.tbptt import ChunkRun, chunk_starts
 
 STOP_COLOUR = PALETTE["highlight"]
 

@@ -10,7 +10,7 @@ from plotly.colors import sample_colorscale
 
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
 from rnnviz.figures.canvas import Canvas
-from rnnviz.unroll import UnrollResult
+from rnnviz.lessons.unroll import UnrollResult
 
 # Jacobian norms below 1 shrink the gradient (blue), above 1 they grow it (red); 1 is grey.
 NORM_SCALE = [[0.0, PALETTE["output"]], [0.5, PALETTE["theory"]], [1.0, PALETTE["input"]]]

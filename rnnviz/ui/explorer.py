@@ -21,8 +21,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from rnnviz.charmodel import CharModel, ModelConfig
-from rnnviz.corpus import (
+from rnnviz.charlm.corpus import (
     Corpus,
     CorpusError,
     Vocab,
@@ -30,9 +29,10 @@ from rnnviz.corpus import (
     tiny_shakespeare_cached,
     tiny_shakespeare_path,
 )
-from rnnviz.interpret import CellTrace, FeatureRanking, rank_cells, trace_cells
-from rnnviz.sample import Intervention, generate
-from rnnviz.textfeatures import feature_tracks
+from rnnviz.charlm.sample import Intervention, generate
+from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.interpret.finder import CellTrace, FeatureRanking, rank_cells, trace_cells
+from rnnviz.interpret.textfeatures import feature_tracks
 from rnnviz.ui.models import LIVE_RUN_KEY, ModelSource
 
 TRACE_STORE_ENTRIES = 4  # traces kept per process (each tens of MB)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rnnviz.handbuilt import HAND_SET, MAX_BITS, UNITS, HandConfig, HandWeights, format_bits, guess_is_right, parse_bits
+from rnnviz.lessons.handbuilt import (
+    HAND_SET,
+    MAX_BITS,
+    UNITS,
+    HandConfig,
+    HandWeights,
+    format_bits,
+    guess_is_right,
+    parse_bits,
+)
 from rnnviz.ui.links import LinkParam, parse_int_in
 
 PREFIX = "handbuilt"

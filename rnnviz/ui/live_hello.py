@@ -8,8 +8,8 @@ import math
 import numpy as np
 import streamlit as st
 
+from rnnviz.charlm.hello import HelloConfig, HelloWalkthrough, train_hello
 from rnnviz.figures import live as figures
-from rnnviz.hello import HelloConfig, HelloWalkthrough, train_hello
 from rnnviz.ui.widgets import plot, seed
 
 PREFIX = "live_training_hello"

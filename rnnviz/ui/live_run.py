@@ -15,11 +15,11 @@ import uuid
 import numpy as np
 import streamlit as st
 
-from rnnviz.corpus import BUILTIN_CORPORA
+from rnnviz.charlm.corpus import BUILTIN_CORPORA
+from rnnviz.charlm.live import LiveRun, Status
+from rnnviz.charlm.slots import TrainingSlots
+from rnnviz.core.runtime import physical_cores
 from rnnviz.figures import live as figures
-from rnnviz.live import LiveRun, Status
-from rnnviz.runtime import physical_cores
-from rnnviz.slots import TrainingSlots
 from rnnviz.ui.live_setup import (
     REVERT_BUILTIN,
     SOURCES,

@@ -11,17 +11,17 @@ from typing import Any
 
 import streamlit as st
 
-from rnnviz.checkpoint import CheckpointError, checkpoint_bytes, export_script, load_checkpoint
-from rnnviz.corpus import CorpusError
-from rnnviz.sample import ExposureBias, NextCharTable, exposure_bias, next_char_distribution
-from rnnviz.sample_request import (
+from rnnviz.charlm.checkpoint import CheckpointError, checkpoint_bytes, export_script, load_checkpoint
+from rnnviz.charlm.corpus import CorpusError
+from rnnviz.charlm.sample import ExposureBias, NextCharTable, exposure_bias, next_char_distribution
+from rnnviz.charlm.sample_request import (
     MAX_SAMPLE_LENGTH,
     SampleRequest,
     SampleResult,
     check_sample_request,
     run_sample,
 )
-from rnnviz.train import TrainConfig
+from rnnviz.charlm.train import TrainConfig
 from rnnviz.ui.live_run import current_run
 from rnnviz.ui.live_setup import builtin_corpus, key, needs_download
 from rnnviz.ui.models import UPLOADED_KEY, ModelSource, model_sources
@@ -218,7 +218,7 @@ def checkpoint_download() -> None:
     st.download_button("Download the checkpoint", save, file_name=name, mime="application/octet-stream",
                        key=key("checkpoint_download"), icon=":material/download:", on_click="ignore",
                        help="Weights, optimizer state and history, as they are when you click; "
-                       "python -m rnnviz.sample reads it too.")
+                       "rnnviz sample reads it too.")
 
 
 def checkpoint_upload() -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields, replace
 
 import streamlit as st
 
-from rnnviz.corpus import (
+from rnnviz.charlm.corpus import (
     BUILTIN_CORPORA,
     TINY_SHAKESPEARE_BYTES,
     Corpus,
@@ -24,7 +24,7 @@ from rnnviz.corpus import (
     tiny_shakespeare_damaged,
     tiny_shakespeare_path,
 )
-from rnnviz.live import (
+from rnnviz.charlm.live import (
     MAX_CORPUS_BYTES,
     MAX_PARAMETERS,
     MAX_STEP_BUDGET,
@@ -33,7 +33,7 @@ from rnnviz.live import (
     estimate_chars_per_second,
     measure_matmul_flops,
 )
-from rnnviz.train import DEFAULT_PRESET, OPTIMIZERS, PRESETS, Preset, TrainConfig
+from rnnviz.charlm.train import DEFAULT_PRESET, OPTIMIZERS, PRESETS, Preset, TrainConfig
 from rnnviz.ui.links import LinkParam, mirror_to_link, parse_choice, restore_from_link, share_link
 from rnnviz.ui.widgets import literal, seed
 
@@ -398,7 +398,7 @@ def pending_run(vocab_size: int | None) -> PendingRun:
     parameters = count_parameters(config, vocab)
     if parameters > MAX_PARAMETERS:
         problems.append(f"This model has {parameters:,} parameters; a session may train at most {MAX_PARAMETERS:,} "
-                        "live. Use fewer layers or hidden units (or the command-line trainer, python -m rnnviz.train).")
+                        "live. Use fewer layers or hidden units (or the command-line trainer, rnnviz train).")
     speed = estimate_chars_per_second(config, vocab, matmul_flops())
     if problems:
         return PendingRun(None, None, tuple(problems), parameters, speed)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from rnnviz.handbuilt import HandConfig, HandRun, HandWeights, TruthRow, run_handbuilt, truth_table
-from rnnviz.stacked import DepthRow, StackConfig, StackRun, depth_table, run_stack
-from rnnviz.tbptt import SweepConfig, gradient_reach_example
-from rnnviz.unroll import UnrollConfig, UnrollResult, unroll
+from rnnviz.lessons.handbuilt import HandConfig, HandRun, HandWeights, TruthRow, run_handbuilt, truth_table
+from rnnviz.lessons.stacked import DepthRow, StackConfig, StackRun, depth_table, run_stack
+from rnnviz.lessons.tbptt import SweepConfig, gradient_reach_example
+from rnnviz.lessons.unroll import UnrollConfig, UnrollResult, unroll
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -2,23 +2,23 @@
 
 The live-training page keeps its run in ``st.session_state[LIVE_RUN_KEY]`` (an object with ``.trainer``
 and ``.corpus_name``) and an uploaded checkpoint in ``st.session_state[UPLOADED_KEY]``
-(a ``rnnviz.checkpoint.Checkpoint``). Shipped models are read-only and shared by every session.
+(a ``rnnviz.charlm.checkpoint.Checkpoint``). Shipped models are read-only and shared by every session.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import streamlit as st
 
-from rnnviz.charmodel import CharModel
-from rnnviz.checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from rnnviz.corpus import Vocab
+from rnnviz.charlm.checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from rnnviz.charlm.corpus import Vocab
+from rnnviz.charlm.pretrained import MODELS_DIR
+from rnnviz.core.charmodel import CharModel
 
 LIVE_RUN_KEY = "live_run"
 UPLOADED_KEY = "uploaded_checkpoint"
-PRETRAINED_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
+PRETRAINED_DIR = MODELS_DIR
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,7 +35,7 @@ class ModelSource:
 
 @st.cache_resource(show_spinner="Loading the shipped models…")
 def pretrained_checkpoints() -> dict[str, Checkpoint]:
-    """The checkpoints in assets/models/, loaded once per process through the safe loader."""
+    """The checkpoints in rnnviz/assets/models/, loaded once per process through the safe loader."""
     loaded = {}
     for path in sorted(PRETRAINED_DIR.glob("*.pt")):
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rnnviz.tbptt import ChunkRun, SweepConfig, train_chunk
+from rnnviz.lessons.tbptt import ChunkRun, SweepConfig, train_chunk
 from rnnviz.ui.memo import is_stored, lookup, remember
 
 NAMESPACE = "tbptt-run"

@@ -12,9 +12,9 @@ from urllib.parse import quote
 
 import torch
 
-from rnnviz.checkpoint import load_checkpoint
-from rnnviz.corpus import load_builtin
-from rnnviz.train import Trainer
+from rnnviz.charlm.checkpoint import load_checkpoint
+from rnnviz.charlm.corpus import load_builtin
+from rnnviz.charlm.train import Trainer
 from tests.e2e.harness import open_app_page, screenshot, wait_idle
 from tests.e2e.test_live_training import choose, click, no_exception, number, wait_for
 
@@ -120,7 +120,9 @@ def test_sgd_at_learning_rate_50_without_clipping_rolls_back_and_explains(page, 
     restored = int(re.search(r"The weights from step ([\d,]+)", message).group(1).replace(",", ""))
     assert "the last ones known to be good, were put back, so the model is not lost" in message
     assert "lower the learning rate or turn gradient clipping on" in message
-    assert page.get_by_role("link", name="Why gradients explode: the Gradient decay page").is_visible()
+    # The link is drawn just after the message: wait for it rather than read it mid-run.
+    page.get_by_role("link", name="Why gradients explode: the Gradient decay page").wait_for(state="visible",
+                                                                                               timeout=10_000)
     assert no_exception(page)
     page.get_by_text("Training stopped by itself").scroll_into_view_if_needed()
     screenshot(page, "live-training-exploded")

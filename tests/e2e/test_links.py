@@ -6,10 +6,10 @@ from urllib.parse import quote, unquote_plus
 
 from playwright.sync_api import expect
 
-from rnnviz import gates, gradients
 from rnnviz.figures.gradients import sci
 from rnnviz.figures.handbuilt import fmt, fmt_vector
-from rnnviz.handbuilt import HandConfig, format_bits, run_handbuilt
+from rnnviz.lessons import gates, gradients
+from rnnviz.lessons.handbuilt import HandConfig, format_bits, run_handbuilt
 from tests.e2e.harness import open_app_page, wait_idle
 from tests.e2e.test_gradients_gates import metric, no_exception, shows
 

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from rnnviz.checkpoint import load_checkpoint
+from rnnviz.charlm.checkpoint import load_checkpoint
 from tests.e2e.harness import open_app_page, screenshot, streamlit_server, wait_idle
 
 URL = "char-model-training"

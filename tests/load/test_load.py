@@ -30,7 +30,7 @@ from urllib.parse import quote
 import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from rnnviz.corpus import load_builtin
+from rnnviz.charlm.corpus import load_builtin
 from tests.e2e.harness import SCREENSHOTS, streamlit_server, wait_idle
 from tests.e2e.test_live_training import choose, click, number, wait_for
 

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rnnviz.recurrent import RecurrentLSTM, RecurrentRNN, Trace, make_recurrent
+from rnnviz.core.recurrent import RecurrentLSTM, RecurrentRNN, Trace, make_recurrent
 
 MATRIX_KINDS = ("symmetric", "gaussian")  # W_hh = QΛQᵀ (σ₁ is reached), or a general Gaussian (σ₁ is a bound)
 VECTOR_KINDS = ("top", "random")  # the top right singular vector of W_hh, or a random unit vector

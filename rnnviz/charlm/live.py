@@ -26,10 +26,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rnnviz.corpus import Corpus
-from rnnviz.sample import generate
-from rnnviz.slots import TrainingSlots
-from rnnviz.train import StepRecord, TrainConfig, Trainer
+from rnnviz.charlm.corpus import Corpus
+from rnnviz.charlm.sample import generate
+from rnnviz.charlm.slots import TrainingSlots
+from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer
 
 MAX_SNAPSHOTS = 20  # weight copies kept for the explorer; the initial weights are one of them
 MAX_PARAMETERS = 2_000_000  # per session: larger models train too slowly to watch live on a CPU

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rnnviz.charmodel import CharModel
-from rnnviz.corpus import UnknownCharactersError, Vocab
-from rnnviz.sample import Beam, beam_search, generate
+from rnnviz.charlm.corpus import UnknownCharactersError, Vocab
+from rnnviz.charlm.sample import Beam, beam_search, generate
+from rnnviz.core.charmodel import CharModel
 
 STRATEGIES = ("greedy", "temperature", "beam")
 MAX_SAMPLE_LENGTH = 2000  # characters; sampling runs one model step per character

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rnnviz.corpus import load_builtin
-from rnnviz.train import TrainConfig, Trainer
+from rnnviz.charlm.corpus import load_builtin
+from rnnviz.charlm.train import TrainConfig, Trainer
 
 HELLO = "hello"
 

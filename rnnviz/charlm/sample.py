@@ -11,13 +11,11 @@ Interventions clamp one unit of h_t (or of the LSTM cell c_t) of one layer to a 
 step, prime included; 0 ablates it. They run on the cells.py step functions, so that the clamped value
 is what the next layer, the readout and the next step all see.
 
-The CLI: ``python -m rnnviz.sample --help``.
+The CLI lives in ``rnnviz.charlm.cli``: ``rnnviz sample --help``.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,10 +24,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from rnnviz.cells import gru_cell, lstm_cell, rnn_cell
-from rnnviz.charmodel import CharModel
-from rnnviz.corpus import Vocab
-from rnnviz.recurrent import State
+from rnnviz.charlm.corpus import Vocab
+from rnnviz.core.cells import gru_cell, lstm_cell, rnn_cell
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.recurrent import State
 
 
 @dataclass(frozen=True)
@@ -286,49 +284,3 @@ def exposure_bias(
         teacher_forced=teacher.cpu().numpy(),
         free_running=np.array(free),
     )
-
-
-# ---------------------------------------------------------------------------------------------------------
-# CLI
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m rnnviz.sample",
-        description="Generate text from an rnnviz checkpoint (made by python -m rnnviz.train).",
-        epilog='Example: python -m rnnviz.sample m.pt --prime "ROMEO:" --temperature 0.8 --length 500',
-    )
-    parser.add_argument("checkpoint", help="a .pt file written by rnnviz")
-    parser.add_argument("--prime", default="", help="text to start from (default: a newline)")
-    parser.add_argument("--length", type=int, default=500, help="characters to generate (default: %(default)s)")
-    parser.add_argument("--temperature", type=float, default=0.8, help="0 is greedy (default: %(default)s)")
-    parser.add_argument("--top-k", type=int, help="sample among the k most likely characters only")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    parser.add_argument("--beam", type=int, metavar="WIDTH", help="beam search with this width instead of sampling")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    from rnnviz.checkpoint import CheckpointError, load_checkpoint
-    from rnnviz.corpus import CorpusError
-
-    args = build_parser().parse_args(argv)
-    try:
-        checkpoint = load_checkpoint(args.checkpoint)
-        if args.beam:
-            beams = beam_search(checkpoint.model, checkpoint.vocab, args.prime, args.length, args.beam)
-            for rank, beam in enumerate(beams, start=1):
-                print(f"--- beam {rank}: log p = {beam.log_prob:.2f} nats")
-                print(args.prime + beam.text)
-        else:
-            text = generate(checkpoint.model, checkpoint.vocab, args.prime, args.length, args.temperature,
-                            args.top_k, args.seed)
-            print(args.prime + text)
-    except (CheckpointError, CorpusError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

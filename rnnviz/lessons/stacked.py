@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from rnnviz.recurrent import GATE_BLOCKS, KINDS, make_recurrent
+from rnnviz.core.recurrent import GATE_BLOCKS, KINDS, make_recurrent
 
 MAX_LAYERS = 4
 MAX_WIDTH = 6  # d_ℓ beyond this no longer fits a grid cell on a projector

@@ -7,7 +7,7 @@ the chunk that starts at step s,
     ∂L_t/∂x_u = 0   for every u < s,
 
 so a target y_t = x_{t−D} is never linked to its source by a gradient when K ≤ D: the source always lies
-in an earlier chunk. The sweep trains a small LSTM on delayed copy (``rnnviz.tasks``) for each K and
+in an earlier chunk. The sweep trains a small LSTM on delayed copy (``rnnviz.experiments.tasks``) for each K and
 measures accuracy on fixed held-out sequences: high when K > D, near chance 1/alphabet when K ≤ D.
 """
 
@@ -22,9 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from rnnviz.charmodel import CharModel
-from rnnviz.recurrent import detach_state
-from rnnviz.tasks import CopyTrainConfig, DelayedCopy, delayed_copy_targets, train_delayed_copy
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.recurrent import detach_state
+from rnnviz.experiments.tasks import CopyTrainConfig, DelayedCopy, delayed_copy_targets, train_delayed_copy
 
 
 def chunk_starts(length: int, chunk: int) -> list[int]:

@@ -9,28 +9,24 @@ chunk boundary), and minimises the mean cross-entropy −(1/BT) Σ log p(x_{t+1}
 non-finite loss or gradient, or a loss above 3× the first one, halts the run and puts back the last
 weights known to be good, with the reason in ``trainer.halt``.
 
-The CLI: ``python -m rnnviz.train --help``.
+The CLI lives in ``rnnviz.charlm.cli``: ``rnnviz train --help``.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import math
-import signal
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
-from pathlib import Path
 
 import torch
 
-from rnnviz.charmodel import CharModel, ModelConfig
-from rnnviz.corpus import BUILTIN_CORPORA, Corpus, TBPTTBatcher, Vocab, corpus_from_user_text, load_builtin
-from rnnviz.recurrent import KINDS, detach_state
-from rnnviz.runtime import configure_cpu, pick_device
+from rnnviz.charlm.corpus import Corpus, TBPTTBatcher, Vocab
+from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.recurrent import KINDS, detach_state
+from rnnviz.core.runtime import pick_device
 
 OPTIMIZERS = ("adam", "rmsprop", "sgd", "adagrad")
 EXPLODE_FACTOR = 3.0  # a loss above this multiple of the first step's loss counts as exploding
@@ -208,7 +204,7 @@ class Trainer:
 
     Pages read ``model``, ``vocab``, ``step``, ``history`` (StepRecords), ``evals`` (EvalRecords),
     ``halt``, ``num_parameters`` and ``chars_per_second``. The trainer never touches torch's global
-    random state or thread settings: the host (CLI, app) calls ``rnnviz.runtime.configure_cpu``.
+    random state or thread settings: the host (CLI, app) calls ``rnnviz.core.runtime.configure_cpu``.
     """
 
     def __init__(self, config: TrainConfig, corpus: Corpus, vocab: Vocab | None = None):
@@ -506,158 +502,3 @@ PRESETS: dict[str, Preset] = {
     ]
 }
 DEFAULT_PRESET = "Shakespeare (3 min)"
-
-
-# ---------------------------------------------------------------------------------------------------------
-# CLI
-
-
-def load_corpus(spec: str, progress=None) -> Corpus:
-    """A built-in corpus by name, or a UTF-8 text file by path."""
-    if spec in BUILTIN_CORPORA:
-        return load_builtin(spec, progress=progress)
-    path = Path(spec)
-    if not path.is_file():
-        raise ValueError(f"--corpus must be one of {', '.join(BUILTIN_CORPORA)} or a text file; {spec!r} is neither")
-    return corpus_from_user_text(path.read_bytes(), name=path.name)
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m rnnviz.train",
-        description="Train a character-level RNN/LSTM/GRU with truncated BPTT and save a checkpoint.",
-        epilog="Example: python -m rnnviz.train --corpus tiny-shakespeare --kind lstm --layers 1 --hidden 256 "
-        "--minutes 3 --out m.pt    (Ctrl-C stops early and still saves)",
-    )
-    parser.add_argument("--preset", choices=sorted(PRESETS), default=DEFAULT_PRESET,
-                        help="starting settings; every option below overrides it (default: %(default)s)")
-    parser.add_argument("--corpus", help=f"{', '.join(BUILTIN_CORPORA)}, or a path to a UTF-8 text file "
-                        "(default: the preset's)")
-    parser.add_argument("--kind", choices=KINDS)
-    parser.add_argument("--layers", type=int)
-    parser.add_argument("--hidden", type=int)
-    parser.add_argument("--embed-dim", type=int)
-    parser.add_argument("--one-hot", action="store_true", help="feed one-hot characters instead of an embedding")
-    parser.add_argument("--dropout", type=float)
-    parser.add_argument("--optimizer", choices=OPTIMIZERS)
-    parser.add_argument("--lr", type=float, help="peak learning rate")
-    parser.add_argument("--lr-decay-steps", type=int, help="cosine decay length in steps (0: constant)")
-    parser.add_argument("--batch", type=int, help="B, parallel streams")
-    parser.add_argument("--seq-len", "-T", type=int, help="T, characters per truncated-BPTT chunk")
-    parser.add_argument("--clip", type=float, help="gradient-norm clip θ (0 turns clipping off)")
-    parser.add_argument("--forget-bias", type=float, help="LSTM forget-gate bias at init")
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"])
-    budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--minutes", type=float, help="training wall time (default: the preset's)")
-    budget.add_argument("--steps", type=int, help="optimizer steps, instead of --minutes")
-    parser.add_argument("--eval-every", type=_positive_int, default=500,
-                        help="validate every N steps (default: %(default)s)")
-    parser.add_argument("--out", default="model.pt", help="checkpoint path (default: %(default)s)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    return parser
-
-
-def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, str]:
-    """The preset's config with every given option applied, and the corpus spec."""
-    preset = PRESETS[args.preset]
-    overrides = {
-        name: getattr(args, name)
-        for name in ("kind", "layers", "hidden", "embed_dim", "dropout", "optimizer", "lr", "lr_decay_steps",
-                     "batch", "seq_len", "forget_bias", "seed", "device")
-        if getattr(args, name) is not None
-    }
-    if args.one_hot:
-        overrides["embedding"] = False
-    if args.clip is not None:
-        overrides["clip"] = args.clip if args.clip > 0 else None
-    if overrides.get("kind", preset.config.kind) != "lstm":
-        overrides.setdefault("forget_bias", None)
-    return replace(preset.config, **overrides), args.corpus or preset.corpus
-
-
-def main(argv: list[str] | None = None) -> int:
-    from tqdm import tqdm
-
-    from rnnviz.checkpoint import save_checkpoint
-
-    args = build_parser().parse_args(argv)
-    download = {}
-
-    def show_download(done: int, total: int) -> None:
-        if "bar" not in download:
-            download["bar"] = tqdm(total=total or None, unit="B", unit_scale=True, desc="downloading",
-                                   disable=args.quiet)
-        download["bar"].update(done - download["bar"].n)
-
-    try:
-        config, corpus_spec = config_from_args(args)
-        corpus = load_corpus(corpus_spec, progress=show_download)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    finally:
-        if "bar" in download:
-            download["bar"].close()
-    threads = configure_cpu()
-    trainer = Trainer(config, corpus)
-    minutes = args.minutes if args.minutes is not None else (None if args.steps else PRESETS[args.preset].minutes)
-    print(
-        f"{corpus.name}: {len(corpus):,} chars, vocab {trainer.vocab.size}; {config.layers}×{config.hidden} "
-        f"{config.kind.upper()}, {trainer.num_parameters:,} parameters; {trainer.device}, {threads} threads",
-        file=sys.stderr,
-    )
-    bar = tqdm(total=args.steps or round(minutes * 60), unit="step" if args.steps else "s", disable=args.quiet,
-               dynamic_ncols=True, bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
-    stop = {"requested": False}
-
-    def request_stop(signum, frame):
-        # Finish the steps in flight so the saved weights are a whole update; a second Ctrl-C aborts.
-        stop["requested"] = True
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    previous_handler = signal.signal(signal.SIGINT, request_stop)
-    try:
-        while trainer.halt is None and not stop["requested"]:
-            if args.steps and trainer.step >= args.steps:
-                break
-            if minutes is not None and trainer.seconds >= minutes * 60:
-                break
-            before = trainer.seconds
-            chunk = min(5, args.eval_every - trainer.step % args.eval_every)  # stop exactly at each validation
-            records = trainer.run(min(chunk, args.steps - trainer.step) if args.steps else chunk)
-            if records:
-                advance = len(records) if args.steps else round(trainer.seconds) - round(before)
-                bar.update(min(advance, bar.total - bar.n))
-                bar.set_postfix(loss=f"{records[-1].loss:.3f}", chars_s=f"{trainer.chars_per_second:,.0f}")
-            if records and trainer.step % args.eval_every == 0:
-                ev = trainer.evaluate()
-                bar.write(f"step {trainer.step}: val {ev.val_loss:.4f} nats/char ({ev.bits_per_char:.3f} bits)",
-                          file=sys.stderr)
-    finally:
-        signal.signal(signal.SIGINT, previous_handler)
-        bar.close()
-    interrupted = stop["requested"]
-    if interrupted:
-        print("interrupted: saving the checkpoint", file=sys.stderr)
-    if trainer.halt is not None:
-        print(f"halted at step {trainer.halt.step}: {trainer.halt.reason}; weights from step "
-              f"{trainer.halt.restored_step} kept", file=sys.stderr)
-    if trainer.step and not interrupted:
-        ev = trainer.evals[-1] if trainer.evals and trainer.evals[-1].step == trainer.step else trainer.evaluate()
-        print(f"final val loss {ev.val_loss:.4f} nats/char ({ev.bits_per_char:.3f} bits/char) after "
-              f"{trainer.step} steps, {trainer.seconds:.0f} s", file=sys.stderr)
-    save_checkpoint(args.out, trainer, corpus_name=corpus.name)
-    print(f"saved {args.out}", file=sys.stderr)
-    return 130 if interrupted else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

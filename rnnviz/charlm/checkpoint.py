@@ -27,9 +27,9 @@ from typing import BinaryIO
 
 import torch
 
-from rnnviz.charmodel import CharModel
-from rnnviz.corpus import CorpusError, Vocab
-from rnnviz.train import EvalRecord, StepRecord, TrainConfig, Trainer
+from rnnviz.charlm.corpus import CorpusError, Vocab
+from rnnviz.charlm.train import EvalRecord, StepRecord, TrainConfig, Trainer
+from rnnviz.core.charmodel import CharModel
 
 FORMAT_VERSION = 1
 TRAINER_KEYS = (

@@ -224,6 +224,16 @@ def load_builtin(
     raise CorpusError(f"Unknown corpus {name!r}; choose one of {', '.join(BUILTIN_CORPORA)}.")
 
 
+def load_corpus(spec: str, progress: ProgressFn | None = None) -> Corpus:
+    """A built-in corpus by name, or a UTF-8 text file by path (relative to the current folder)."""
+    if spec in BUILTIN_CORPORA:
+        return load_builtin(spec, progress=progress)
+    path = Path(spec)
+    if not path.is_file():
+        raise CorpusError(f"--corpus must be one of {', '.join(BUILTIN_CORPORA)} or a text file; {spec!r} is neither")
+    return corpus_from_user_text(path.read_bytes(), name=path.name)
+
+
 def english_docs_text() -> str:
     """The help topics of pydoc_data, in sorted topic order, blank-line separated."""
     from pydoc_data.topics import topics

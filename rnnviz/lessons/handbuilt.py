@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from rnnviz.cells import CellWeights, rnn_cell
+from rnnviz.core.cells import CellWeights, rnn_cell
 
 DEFAULT_BITS = (0, 1, 0, 1, 1, 1, 0, 1, 1)
 MAX_BITS = 24  # longer inputs no longer fit the timeline on a projector

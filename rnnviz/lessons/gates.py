@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rnnviz.charmodel import CharModel, ModelConfig
-from rnnviz.recurrent import RecurrentLSTM, make_recurrent
+from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.recurrent import RecurrentLSTM, make_recurrent
 
 GATES = ("i", "f", "g", "o")  # torch's row-block order in W_ih, W_hh and the biases
 GATE_NAMES = {"i": "input gate i_t", "f": "forget gate f_t", "g": "candidate g_t", "o": "output gate o_t"}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from rnnviz.cells import CellWeights, gru_cell, lstm_cell, rnn_cell
+from rnnviz.core.cells import CellWeights, gru_cell, lstm_cell, rnn_cell
 
 KINDS = ("rnn", "lstm", "gru")
 

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rnnviz.cells import CellWeights, rnn_cell
+from rnnviz.core.cells import CellWeights, rnn_cell
 
 ATTACHMENTS = ("many-to-many", "many-to-one", "one-to-many")
 POOLS = ("last", "mean")  # many-to-one reads h_T, or the mean of h_1 … h_T

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rnnviz.recurrent import KINDS, State, Trace, make_recurrent
+from rnnviz.core.recurrent import KINDS, State, Trace, make_recurrent
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rnnviz.charmodel import CharModel
-from rnnviz.recurrent import TORCH_CLASSES
-from rnnviz.textfeatures import FEATURES
-from rnnviz.train import sequence_loss
+from rnnviz.charlm.train import sequence_loss
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.recurrent import TORCH_CLASSES
+from rnnviz.interpret.textfeatures import FEATURES
 
 # The quantities recorded per kind; h first. tanh(c_t) is left out: it carries the same order as c_t.
 QUANTITIES = {"lstm": ("h", "c", "i", "f", "g", "o"), "gru": ("h", "r", "z", "n"), "rnn": ("h",)}

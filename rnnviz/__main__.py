@@ -1,0 +1,53 @@
+"""The ``rnnviz`` command: one entry point with subcommands, like ``git`` or ``pip``.
+
+    rnnviz train --corpus notes.txt --steps 300 --out notes.pt
+    rnnviz sample notes.pt --prime "The" --length 200
+    rnnviz models                      # the shipped models with their val loss
+    rnnviz experiments sweep --seeds 3
+
+Each subcommand is imported only when called, so ``rnnviz --help`` answers without loading torch.
+``python -m rnnviz …`` is the same command.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import rnnviz
+
+# name -> (module, function, one-line help); the function takes (argv, prog) and returns the exit code
+COMMANDS = {
+    "train": ("rnnviz.charlm.cli", "train_main", "train a character model and save a checkpoint"),
+    "sample": ("rnnviz.charlm.cli", "sample_main", "generate text from a checkpoint or a shipped model"),
+    "models": ("rnnviz.charlm.cli", "models_main", "list the shipped models; evaluate or compact a checkpoint"),
+    "experiments": ("rnnviz.experiments.__main__", "main", "memory experiments: delayed copy, conditioning, cost"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: rnnviz COMMAND [options]   (rnnviz COMMAND --help for each one's options)", "", "commands:"]
+    lines += [f"  {name:12s} {help_text}" for name, (_, _, help_text) in COMMANDS.items()]
+    lines += ["", "The app itself: make run (or streamlit run app.py) in the repository."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        print(f"rnnviz {rnnviz.__version__}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"rnnviz: unknown command {name!r}; choose one of {', '.join(COMMANDS)}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module, function, _ = COMMANDS[name]
+    run = getattr(importlib.import_module(module), function)
+    return run(rest, prog=f"rnnviz {name}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

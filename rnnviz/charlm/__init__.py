@@ -1,0 +1,2 @@
+"""Character models end to end: corpora and batching, the chunked trainer, sampling, checkpoints, the live
+runs and training slots behind the live page, the shipped models, and the command line (``cli``)."""

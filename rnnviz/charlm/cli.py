@@ -1,0 +1,247 @@
+"""The character-model command line: ``rnnviz train``, ``rnnviz sample`` and ``rnnviz models``.
+
+Each ``*_main(argv)`` parses its own options and returns the exit code: 0 when done, 2 for bad input (said
+in one line, no traceback), 130 when training was interrupted and its checkpoint saved. Paths are taken
+relative to the current folder; the shipped models are found through the package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError, load_corpus
+from rnnviz.charlm.pretrained import MAX_BYTES, MODELS_DIR, compact_bytes, shipped_models, val_loss
+from rnnviz.charlm.sample import beam_search, generate
+from rnnviz.charlm.train import DEFAULT_PRESET, OPTIMIZERS, PRESETS, TrainConfig, Trainer
+from rnnviz.core.recurrent import KINDS
+from rnnviz.core.runtime import configure_cpu
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _checkpoint_path(spec: str) -> Path:
+    """A path the user gave (relative to their folder), or a shipped model's file name when none is there."""
+    path = Path(spec)
+    shipped = MODELS_DIR / path.name
+    return path if path.exists() or path.name != spec or not shipped.exists() else shipped
+
+
+def train_parser(prog: str = "rnnviz train") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Train a character-level RNN/LSTM/GRU with truncated BPTT and save a checkpoint.",
+        epilog=f"Example: {prog} --corpus tiny-shakespeare --kind lstm --layers 1 --hidden 256 "
+        "--minutes 3 --out m.pt    (Ctrl-C stops early and still saves)",
+    )
+    parser.add_argument("--preset", choices=sorted(PRESETS), default=DEFAULT_PRESET,
+                        help="starting settings; every option below overrides it (default: %(default)s)")
+    parser.add_argument("--corpus", help=f"{', '.join(BUILTIN_CORPORA)}, or a path to a UTF-8 text file "
+                        "(default: the preset's)")
+    parser.add_argument("--kind", choices=KINDS)
+    parser.add_argument("--layers", type=int)
+    parser.add_argument("--hidden", type=int)
+    parser.add_argument("--embed-dim", type=int)
+    parser.add_argument("--one-hot", action="store_true", help="feed one-hot characters instead of an embedding")
+    parser.add_argument("--dropout", type=float)
+    parser.add_argument("--optimizer", choices=OPTIMIZERS)
+    parser.add_argument("--lr", type=float, help="peak learning rate")
+    parser.add_argument("--lr-decay-steps", type=int, help="cosine decay length in steps (0: constant)")
+    parser.add_argument("--batch", type=int, help="B, parallel streams")
+    parser.add_argument("--seq-len", "-T", type=int, help="T, characters per truncated-BPTT chunk")
+    parser.add_argument("--clip", type=float, help="gradient-norm clip θ (0 turns clipping off)")
+    parser.add_argument("--forget-bias", type=float, help="LSTM forget-gate bias at init")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--minutes", type=float, help="training wall time (default: the preset's)")
+    budget.add_argument("--steps", type=int, help="optimizer steps, instead of --minutes")
+    parser.add_argument("--eval-every", type=_positive_int, default=500,
+                        help="validate every N steps (default: %(default)s)")
+    parser.add_argument("--out", default="model.pt", help="checkpoint path (default: %(default)s)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, str]:
+    """The preset's config with every given option applied, and the corpus spec."""
+    preset = PRESETS[args.preset]
+    overrides = {
+        name: getattr(args, name)
+        for name in ("kind", "layers", "hidden", "embed_dim", "dropout", "optimizer", "lr", "lr_decay_steps",
+                     "batch", "seq_len", "forget_bias", "seed", "device")
+        if getattr(args, name) is not None
+    }
+    if args.one_hot:
+        overrides["embedding"] = False
+    if args.clip is not None:
+        overrides["clip"] = args.clip if args.clip > 0 else None
+    if overrides.get("kind", preset.config.kind) != "lstm":
+        overrides.setdefault("forget_bias", None)
+    return replace(preset.config, **overrides), args.corpus or preset.corpus
+
+
+def train_main(argv: list[str] | None = None, prog: str = "rnnviz train") -> int:
+    """Train from the command line; 0 when done, 2 on bad input, 130 after Ctrl-C (the checkpoint is saved)."""
+    from tqdm import tqdm
+
+    args = train_parser(prog).parse_args(argv)
+    download = {}
+
+    def show_download(done: int, total: int) -> None:
+        if "bar" not in download:
+            download["bar"] = tqdm(total=total or None, unit="B", unit_scale=True, desc="downloading",
+                                   disable=args.quiet)
+        download["bar"].update(done - download["bar"].n)
+
+    try:
+        config, corpus_spec = config_from_args(args)
+        corpus = load_corpus(corpus_spec, progress=show_download)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        if "bar" in download:
+            download["bar"].close()
+    threads = configure_cpu()
+    trainer = Trainer(config, corpus)
+    minutes = args.minutes if args.minutes is not None else (None if args.steps else PRESETS[args.preset].minutes)
+    print(
+        f"{corpus.name}: {len(corpus):,} chars, vocab {trainer.vocab.size}; {config.layers}×{config.hidden} "
+        f"{config.kind.upper()}, {trainer.num_parameters:,} parameters; {trainer.device}, {threads} threads",
+        file=sys.stderr,
+    )
+    bar = tqdm(total=args.steps or round(minutes * 60), unit="step" if args.steps else "s", disable=args.quiet,
+               dynamic_ncols=True, bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
+    stop = {"requested": False}
+
+    def request_stop(signum, frame):
+        # Finish the steps in flight so the saved weights are a whole update; a second Ctrl-C aborts.
+        stop["requested"] = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous_handler = signal.signal(signal.SIGINT, request_stop)
+    try:
+        while trainer.halt is None and not stop["requested"]:
+            if args.steps and trainer.step >= args.steps:
+                break
+            if minutes is not None and trainer.seconds >= minutes * 60:
+                break
+            before = trainer.seconds
+            chunk = min(5, args.eval_every - trainer.step % args.eval_every)  # stop exactly at each validation
+            records = trainer.run(min(chunk, args.steps - trainer.step) if args.steps else chunk)
+            if records:
+                advance = len(records) if args.steps else round(trainer.seconds) - round(before)
+                bar.update(min(advance, bar.total - bar.n))
+                bar.set_postfix(loss=f"{records[-1].loss:.3f}", chars_s=f"{trainer.chars_per_second:,.0f}")
+            if records and trainer.step % args.eval_every == 0:
+                ev = trainer.evaluate()
+                bar.write(f"step {trainer.step}: val {ev.val_loss:.4f} nats/char ({ev.bits_per_char:.3f} bits)",
+                          file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGINT, previous_handler)
+        bar.close()
+    interrupted = stop["requested"]
+    if interrupted:
+        print("interrupted: saving the checkpoint", file=sys.stderr)
+    if trainer.halt is not None:
+        print(f"halted at step {trainer.halt.step}: {trainer.halt.reason}; weights from step "
+              f"{trainer.halt.restored_step} kept", file=sys.stderr)
+    if trainer.step and not interrupted:
+        ev = trainer.evals[-1] if trainer.evals and trainer.evals[-1].step == trainer.step else trainer.evaluate()
+        print(f"final val loss {ev.val_loss:.4f} nats/char ({ev.bits_per_char:.3f} bits/char) after "
+              f"{trainer.step} steps, {trainer.seconds:.0f} s", file=sys.stderr)
+    save_checkpoint(args.out, trainer, corpus_name=corpus.name)
+    print(f"saved {args.out}", file=sys.stderr)
+    return 130 if interrupted else 0
+
+
+def sample_parser(prog: str = "rnnviz sample") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Generate text from an rnnviz checkpoint (made by rnnviz train).",
+        epilog=f'Example: {prog} m.pt --prime "ROMEO:" --temperature 0.8 --length 500',
+    )
+    parser.add_argument("checkpoint", help="a .pt file written by rnnviz, or the name of a shipped model")
+    parser.add_argument("--prime", default="", help="text to start from (default: a newline)")
+    parser.add_argument("--length", type=int, default=500, help="characters to generate (default: %(default)s)")
+    parser.add_argument("--temperature", type=float, default=0.8, help="0 is greedy (default: %(default)s)")
+    parser.add_argument("--top-k", type=int, help="sample among the k most likely characters only")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument("--beam", type=int, metavar="WIDTH", help="beam search with this width instead of sampling")
+    return parser
+
+
+def sample_main(argv: list[str] | None = None, prog: str = "rnnviz sample") -> int:
+    """Print text generated from a checkpoint; 0 when done, 2 on bad input."""
+    args = sample_parser(prog).parse_args(argv)
+    try:
+        checkpoint = load_checkpoint(_checkpoint_path(args.checkpoint))
+        if args.beam:
+            beams = beam_search(checkpoint.model, checkpoint.vocab, args.prime, args.length, args.beam)
+            for rank, beam in enumerate(beams, start=1):
+                print(f"--- beam {rank}: log p = {beam.log_prob:.2f} nats")
+                print(args.prime + beam.text)
+        else:
+            text = generate(checkpoint.model, checkpoint.vocab, args.prime, args.length, args.temperature,
+                            args.top_k, args.seed)
+            print(args.prime + text)
+    except (CheckpointError, CorpusError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def models_parser(prog: str = "rnnviz models") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="List the character models shipped with rnnviz, measure one, or make a trained one small.",
+        epilog=f"Examples: {prog}    {prog} evaluate m.pt    {prog} compact m.pt small.pt",
+    )
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("list", help="the shipped models with their recorded val loss (the default)")
+    evaluate = commands.add_parser("evaluate", help="print a checkpoint's val loss on its own corpus")
+    evaluate.add_argument("checkpoint", help="a .pt file written by rnnviz, or the name of a shipped model")
+    compact = commands.add_parser("compact", help="drop the optimizer state and store the weights as fp16")
+    compact.add_argument("source", help="a checkpoint written by rnnviz train")
+    compact.add_argument("target", help="where to write the compact checkpoint")
+    return parser
+
+
+def models_main(argv: list[str] | None = None, prog: str = "rnnviz models") -> int:
+    """List, evaluate or compact checkpoints; 0 when done, 2 on bad input."""
+    args = models_parser(prog).parse_args(argv)
+    try:
+        if args.command in (None, "list"):
+            models = shipped_models()
+            print(f"{len(models)} shipped models in {MODELS_DIR} (val loss on the last 10% of each corpus):")
+            for shipped in models:
+                print(f"  {shipped.file:28s} {shipped.corpus:17s} val {shipped.val_loss:.4f} nats/char   "
+                      f"{shipped.model}")
+            print("Sample one by its name, from any folder: rnnviz sample lstm-python-stdlib.pt --prime 'def '")
+        elif args.command == "compact":
+            data = compact_bytes(Path(args.source).read_bytes())
+            Path(args.target).write_bytes(data)
+            note = "" if len(data) <= MAX_BYTES else f" (over the {MAX_BYTES:,}-byte limit for shipped models)"
+            print(f"wrote {args.target}: {len(data):,} bytes{note}")
+        else:
+            path = _checkpoint_path(args.checkpoint)
+            loss, chars = val_loss(path)
+            checkpoint = load_checkpoint(path)
+            config = checkpoint.config
+            print(f"{args.checkpoint}: {config.layers}×{config.hidden} {config.kind.upper()} on {checkpoint.corpus}, "
+                  f"step {checkpoint.step}, {checkpoint.model.num_parameters():,} parameters; "
+                  f"val loss {loss:.4f} nats/char over {chars:,} characters")
+    except (CheckpointError, CorpusError, OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,315 @@
+"""The Memory experiments page's three tabs: delayed copy, conditioning on a vector, and what recurrence costs.
+
+Each tab reads its widgets into a frozen config, runs the experiment only when asked (``rnnviz.ui.memory``
+keeps the results), and draws the measured figures.
+"""
+
+import streamlit as st
+
+from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, ConditioningConfig, shakespeare_available
+from rnnviz.experiments.cost import CostConfig
+from rnnviz.experiments.delay import SIZINGS, DelaySweepConfig, parameter_breakdown
+from rnnviz.figures.experiments import MODEL_NAMES
+from rnnviz.ui.memory import (
+    compute_conditioning,
+    compute_cost_sweep,
+    compute_delay_sweep,
+    conditioning_figures,
+    cost_figures,
+    delay_figures,
+    stored_conditioning,
+    stored_cost_sweep,
+    stored_delay_sweep,
+)
+from rnnviz.ui.widgets import literal, plot, seed
+
+
+def _parse_delays(text: str) -> tuple[int, ...]:
+    """"2, 8, 16" → (2, 8, 16); a ValueError in plain words otherwise."""
+    parts = [p for p in text.replace(",", " ").split() if p]
+    if not parts:
+        raise ValueError("Type at least one delay D, for example 2, 8, 16.")
+    try:
+        values = sorted({int(p) for p in parts})
+    except ValueError:
+        raise ValueError(f"The delays must be whole numbers separated by commas (got “{literal(text[:40])}”)."
+                         ) from None
+    if len(values) > 8:
+        raise ValueError("Choose at most 8 delays, so that the sweep stays short.")
+    return tuple(values)
+
+
+def _apply_preset(preset: dict) -> None:
+    for key, value in preset.items():
+        st.session_state[key] = value
+
+
+DELAY_DEFAULTS = {"memory_delay_alphabet": 8, "memory_delay_length": 96, "memory_delay_delays": "2, 8, 16, 32, 64",
+                  "memory_delay_steps": 200, "memory_delay_seeds": 3}
+DELAY_QUICK = {"memory_delay_alphabet": 4, "memory_delay_length": 24, "memory_delay_delays": "2, 8",
+               "memory_delay_steps": 40, "memory_delay_seeds": 3}
+COND_DEFAULTS = {"memory_cond_hidden": 128, "memory_cond_steps": 400}
+COND_QUICK = {"memory_cond_hidden": 32, "memory_cond_steps": 30}
+COST_DEFAULTS = {"memory_cost_max": 8192, "memory_cost_repeats": 3}
+COST_QUICK = {"memory_cost_max": 512, "memory_cost_repeats": 1}
+
+
+
+def set_defaults() -> None:
+    """Each tab's settings start at their full-length defaults, once per session."""
+    for defaults in (DELAY_DEFAULTS, COND_DEFAULTS, COST_DEFAULTS):
+        for key, value in defaults.items():
+            st.session_state.setdefault(key, value)
+
+
+def delay_tab() -> None:
+    st.markdown(
+        "For input `[3, 8, 2, 5, 1]` and $D = 2$ the targets from the third position on are `[3, 8, 2]`; positions "
+        "before $D$ are not scored. Both models read the same batches, train for the same steps on the same "
+        "characters, and are scored on the same held-out sequences."
+    )
+    st.toggle("Quick settings (a short run: L = 24, D ∈ {2, 8}, 40 steps)", key="memory_delay_quick",
+              on_change=lambda: _apply_preset(DELAY_QUICK if st.session_state.memory_delay_quick else DELAY_DEFAULTS))
+    c1, c2, c3 = st.columns([1, 1, 2])
+    alphabet = c1.number_input("Alphabet size", 2, 64, key="memory_delay_alphabet")
+    length = c2.number_input("Sequence length L", 4, 256, key="memory_delay_length")
+    delays_text = c3.text_input("Delays D (comma-separated, 0 < D < L)", key="memory_delay_delays", max_chars=60)
+    c1, c2, c3 = st.columns([2, 1, 1])
+    sizing = c1.radio("Fair by", list(SIZINGS), format_func=SIZINGS.get, horizontal=True, key="memory_delay_sizing")
+    hidden = c2.select_slider("LSTM hidden size H", [8, 16, 24, 32, 48, 64, 96, 128], 32, key="memory_delay_hidden")
+    seeds = c3.slider("Seeds", 1, 8, key="memory_delay_seeds")
+    with st.expander("Training budget (the same for both models)"):
+        c1, c2, c3, c4 = st.columns(4)
+        steps = c1.select_slider("Steps", [20, 40, 60, 100, 150, 200, 300, 400, 600, 800], key="memory_delay_steps")
+        batch = c2.select_slider("Batch N", [8, 16, 32, 64], 16, key="memory_delay_batch")
+        lr = c3.select_slider("Learning rate (Adam)", [1e-3, 3e-3, 1e-2, 3e-2], 1e-2, key="memory_delay_lr")
+        forget_bias = c4.selectbox(
+            "LSTM forget bias b_f at init", [2.0, 1.0, 0.0, None], key="memory_delay_forget",
+            format_func=lambda b: "torch's default (uniform)" if b is None else f"{b:g}",
+            help="A positive b_f starts f_t near 1, so the cell path c_t = f_t ⊙ c_{t−1} + … carries values "
+                 "and gradients across many steps from the start (Gers et al. 2000; Jozefowicz et al. 2015).",
+        )
+    try:
+        config = DelaySweepConfig(
+            alphabet=int(alphabet), length=int(length), delays=_parse_delays(delays_text), hidden=hidden,
+            sizing=sizing, steps=steps, batch=batch, lr=lr, forget_bias=forget_bias, seeds=seeds,
+            base_seed=seed(),
+        )
+    except ValueError as err:
+        st.error(str(err))
+        return
+    if seeds < 3:
+        st.warning("With fewer than 3 seeds there is little spread to see; use 3 or more for a comparison.")
+
+    rows = []
+    for kind in config.kinds:
+        counts = parameter_breakdown(kind, config.alphabet, config.embed_dim, config.hidden_for(kind))
+        rows.append({"model": MODEL_NAMES[kind], "H": config.hidden_for(kind), **counts})
+    st.dataframe(rows, hide_index=True)
+    st.caption(
+        f"Parameters counted from the real models. Each run: {config.steps} steps × {config.batch} sequences × "
+        f"L = {config.length} = {config.characters_per_run:,} training characters; {len(config.runs())} runs "
+        f"in all ({len(config.delays)} delays × {config.seeds} seeds × 2 models)."
+    )
+
+    sweep = stored_delay_sweep(config)
+    if st.button("Run the sweep", key="memory_delay_run", type="primary", disabled=sweep is not None):
+        sweep = compute_delay_sweep(config)
+    if sweep is None:
+        st.info("Press **Run the sweep** to train every model (the defaults take about a minute on 2 cores).")
+        return
+
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Measured training time", f"{sweep.seconds:.1f} s",
+              help=f"Sum of the runs' wall times; their CPU time was {sweep.cpu_seconds:.1f} s. A CPU time far "
+                   "below the wall time means other work was sharing the machine.")
+    c2.metric("Runs", len(sweep.runs))
+    c3.metric("Chance accuracy", f"{1 / config.alphabet:.3f}")
+    sweep_fig, curves_fig = delay_figures(config)
+    plot(sweep_fig, key="memory_delay_sweep_fig")
+    verdicts = []
+    for delay in config.delays:
+        means = {k: sweep.final(k).mean[sweep.final(k).x.index(delay)] for k in config.kinds}
+        leader = sweep.ahead(delay)
+        text = ", ".join(f"{MODEL_NAMES[k]} {m:.2f}" for k, m in means.items())
+        verdicts.append(f"- D = {delay}: {text} — " + (
+            f"**{MODEL_NAMES[leader]} ahead on every seed**" if leader else "no clear leader: the seeds overlap"))
+    st.markdown("Measured (mean final accuracy over seeds):\n" + "\n".join(verdicts))
+    st.caption(
+        "Accuracy is measured on a fixed held-out set of fresh sequences (its own seed, never trained on), at "
+        "every evaluation step. It shows what these small models learned within this budget on this synthetic "
+        "task; it is not a general claim about either architecture: more steps, other widths or learning rates "
+        "can move the curves. The training-batch loss in the table below is only what the optimiser saw."
+    )
+    plot(curves_fig, key="memory_delay_curves_fig")
+    with st.expander("Every run, and the command that repeats it"):
+        st.dataframe([
+            {"model": MODEL_NAMES[r.kind], "D": r.delay, "seed": r.seed, "H": r.hidden, "parameters": r.parameters,
+             "final held-out accuracy": round(r.final_accuracy, 4),
+             "last training-batch loss": round(r.train_loss[-1], 4),
+             "seconds": round(r.seconds, 2)} for r in sweep.runs
+        ], hide_index=True)
+        last = sweep.runs[-1]
+        st.caption("The same settings from the command line print the same held-out accuracies:")
+        st.code(config.cli_command(last.kind, last.delay, last.seed), language="bash")
+
+
+def conditioning_tab() -> None:
+    st.markdown(
+        "A small character model learns lines of two or three styles. The style's vector $v$ (a learned "
+        "embedding, standing in for a CNN's image vector in captioning) enters either **at every step**, "
+        "joined to $x_t$, or **only in $h_0$**. Each line is framed as `<START>` … `<END>`, so generation starts "
+        "from `<START>` and stops when the model emits `<END>`."
+    )
+    st.toggle("Quick settings (a short run: H = 32, 30 steps)", key="memory_cond_quick",
+              on_change=lambda: _apply_preset(COND_QUICK if st.session_state.memory_cond_quick else COND_DEFAULTS))
+    options = ["python-stdlib", "english-docs"] + (["tiny-shakespeare"] if shakespeare_available() else [])
+    c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
+    styles = c1.multiselect("Styles", options, default=options, format_func=STYLE_LABELS.get, key="memory_cond_styles")
+    kind = c2.selectbox("Cell", ["lstm", "gru", "rnn"], format_func=MODEL_NAMES.get, key="memory_cond_kind")
+    hidden = c3.select_slider("Hidden size H", [32, 64, 128, 256], key="memory_cond_hidden")
+    steps = c4.select_slider("Steps per variant", [30, 60, 100, 200, 400, 600, 800], key="memory_cond_steps")
+    if "tiny-shakespeare" not in options:
+        st.caption("Shakespeare joins the styles once Tiny Shakespeare has been downloaded on the training page; "
+                   "this page never downloads.")
+    quick = st.session_state.memory_cond_quick
+    try:
+        config = ConditioningConfig(
+            styles=tuple(styles), kind=kind, hidden=hidden, steps=steps, seed=seed(),
+            samples=16 if quick else 64, val_lines=64 if quick else 256, max_chars=60_000 if quick else 300_000,
+        )
+    except ValueError as err:
+        st.error(str(err))
+        return
+
+    result = stored_conditioning(config)
+    if st.button("Train both variants", key="memory_cond_run", type="primary", disabled=result is not None):
+        try:
+            result = compute_conditioning(config)
+        except ValueError as err:
+            st.error(str(err))
+            return
+    if result is None:
+        st.info(f"Press **Train both variants**: both models see the same batches, {config.steps} steps each.")
+        return
+
+    cols = st.columns(len(result.variants) + 1)
+    for col, (name, variant) in zip(cols, result.variants.items()):
+        col.metric(f"Time, {VARIANTS[name]}", f"{variant.seconds:.1f} s",
+                   help=f"{variant.parameters:,} parameters; training and evaluation")
+    cols[-1].metric("Measured wall time", f"{result.seconds:.1f} s")
+    st.caption("Parameters: " + ", ".join(f"{VARIANTS[n]} {v.parameters:,}" for n, v in result.variants.items())
+               + f". Both variants: {config.steps} steps of {config.batch // len(config.styles)} lines per style.")
+    rows = []
+    for name, variant in result.variants.items():
+        for s, style in enumerate(config.styles):
+            rows.append({
+                "variant": VARIANTS[name], "style": STYLE_LABELS[style],
+                "val loss, right v": round(variant.right_loss[s], 3),
+                "val loss, wrong v": round(variant.wrong_loss[s], 3),
+                "samples in the right style": f"{variant.classified[s]:.0%}",
+                "samples that emit <END>": f"{variant.ended[s]:.0%}",
+            })
+    st.dataframe(rows, hide_index=True)
+    ceiling = ", ".join(f"{STYLE_LABELS[s]} {a:.0%}" for s, a in zip(config.styles, result.classifier_ceiling))
+    st.caption(
+        "Val loss in nats per character on held-out lines (the last 10% of each text), under the line's own "
+        "style vector and under the others. “Samples in the right style” is the share of "
+        f"{config.samples} generated lines (temperature 1) that a character-bigram naive-Bayes classifier, fit "
+        "on the training lines, assigns to the requested style; on real held-out lines it scores "
+        f"{ceiling}. These are small models trained for seconds: compare the two variants with each other, "
+        "not with a real captioning system."
+    )
+    gap_fig, lengths_fig = conditioning_figures(config)
+    plot(gap_fig, key="memory_cond_gap_fig")
+    st.caption(
+        "Each point averages, over held-out lines, the loss at position t with a wrong v minus with the right v. "
+        "With v only in h₀ the text read so far soon says more about the style than v does, so the gap should "
+        "fall toward zero; with v at every step a wrong v keeps pulling the prediction away. Late positions "
+        "average fewer lines, so the curve gets noisier to the right; positions with fewer than 32 lines are "
+        "left out."
+    )
+    st.markdown(f"**Samples** (temperature {config.temperature}, stopped at `<END>` or after {config.max_len} "
+                "characters)")
+    for s, style in enumerate(config.styles):
+        cols = st.columns(len(result.variants))
+        for col, (name, variant) in zip(cols, result.variants.items()):
+            col.markdown(f"{STYLE_LABELS[style]}, {VARIANTS[name]}")
+            col.code("\n".join(variant.shown[s]) or "(empty lines)", language=None)
+    plot(lengths_fig, key="memory_cond_lengths_fig")
+
+
+def cost_tab() -> None:
+    st.markdown(
+        "An LSTM layer runs $T$ steps one after another, each of $O(d^2)$ work, and carries a state "
+        "$(h_t, c_t)$ of fixed size. Self-attention compares every token with every other: $O(T^2 d)$ work "
+        "and a $T \\times T$ matrix in memory, but the last token reaches the first in one step."
+    )
+    st.toggle("Quick settings (T up to 512, one timing per size)", key="memory_cost_quick",
+              on_change=lambda: _apply_preset(COST_QUICK if st.session_state.memory_cost_quick else COST_DEFAULTS))
+    c1, c2, c3, c4, c5 = st.columns(5)
+    width = c1.select_slider("Width d", [32, 64, 128, 256], 128, key="memory_cost_width")
+    max_length = c2.select_slider("Largest T", [2**k for k in range(8, 17)], key="memory_cost_max")
+    repeats = c3.select_slider("Timings per size", [1, 3, 5], key="memory_cost_repeats")
+    time_cap = c4.select_slider("Time cap (s)", [10, 20, 30, 60, 120], 60, key="memory_cost_time_cap")
+    memory_cap = c5.select_slider("Memory cap (GiB)", [0.25, 0.5, 1.0, 2.0, 4.0], 2.0, key="memory_cost_memory_cap")
+    config = CostConfig(width=width, max_length=max_length, repeats=repeats, time_cap_s=time_cap,
+                        memory_cap_bytes=int(memory_cap * 2**30), seed=seed())
+
+    sweep = stored_cost_sweep(config)
+    if st.button("Measure", key="memory_cost_run", type="primary", disabled=sweep is not None):
+        sweep = compute_cost_sweep(config)
+    if sweep is None:
+        st.info(f"Press **Measure** to time both layers for T = {config.min_length} … {config.max_length}.")
+        return
+    if sweep.stopped:
+        st.warning(sweep.stopped)
+    if len(sweep.points) < 2:
+        st.error("Fewer than two sizes fit under the caps, so there is nothing to fit; raise a cap.")
+        return
+
+    fit = sweep.fit_points()
+    if len(fit) < 3 or config.repeats == 1:
+        st.warning(f"The slopes below rest on {len(fit)} sizes timed {config.repeats} time(s) each: rough on a "
+                   "busy machine. The default settings (T up to 8192, 3 timings) give a steadier fit.")
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("LSTM time slope", f"{sweep.slope('lstm_seconds'):.2f}")
+    c2.metric("Attention time slope", f"{sweep.slope('attention_seconds'):.2f}")
+    c3.metric("Attention memory slope", f"{sweep.slope('attention_peak_bytes'):.2f}")
+    c4.metric("Measured wall time", f"{sweep.seconds:.1f} s", help=f"{sweep.threads} torch thread(s)")
+    time_fig, memory_fig, state_fig = cost_figures(config)
+    col_time, col_memory = st.columns(2)
+    with col_time:
+        plot(time_fig, key="memory_cost_time_fig")
+    with col_memory:
+        plot(memory_fig, key="memory_cost_memory_fig")
+    st.caption(
+        f"Batch 1, width d = {config.width}, float32, {sweep.threads} torch thread(s), forward only (no "
+        f"gradient), median of {config.repeats} "
+        f"timing(s) per size with the two layers alternating. Slopes are least-squares fits of log y on log T "
+        f"over T = {fit[0].length} … {fit[-1].length} (smaller sizes are dominated by fixed overheads); linear "
+        "growth has slope 1 and quadratic growth slope 2. Peak memory is what torch's CPU allocator held "
+        "during one forward, recorded by torch.profiler (profile_memory); buffers a library allocates outside "
+        "torch, such as oneDNN's scratch space, are not counted. Attention here builds the T×T matrix; fused "
+        "kernels such as FlashAttention avoid storing it, but not the T² work."
+    )
+    plot(state_fig, key="memory_cost_state_fig")
+    st.dataframe([
+        {"T": p.length, "LSTM: sequential steps first → last token": p.path_lstm,
+         "attention: steps first → last token": p.path_attention,
+         "LSTM state h_T, c_T (KiB)": p.lstm_state_bytes / 1024, "attention K, V cache (KiB)": p.kv_cache_bytes / 1024}
+        for p in sweep.points
+    ], hide_index=True)
+    st.caption("State sizes are the nbytes of the tensors each layer returned: the LSTM's (h_T, c_T) and "
+               "attention's keys and values, which a decoder must keep to read one more token.")
+    st.markdown(
+        "**What “hidden state” means**\n\n"
+        "| model | what carries the past | size after T tokens | path from token 1 to token T |\n"
+        "|---|---|---|---|\n"
+        "| vanilla RNN | $h_t$ | $d$ numbers | $T$ steps through $W_{hh}$ |\n"
+        "| LSTM | $h_t$ and the cell $c_t$ | $2d$ numbers | $T$ steps, along $c_t$ scaled by $f_t$ |\n"
+        "| Transformer | a contextual vector per token per layer (and its keys, values) | $T \\cdot d$ per layer "
+        "(K, V: $2 T d$) | 1 attention step per layer |\n\n"
+        "The RNN squeezes the whole past into a fixed-size bottleneck; attention keeps every token and pays "
+        "for it in memory and in $T^2$ work."
+    )
