@@ -5,7 +5,7 @@ import streamlit as st
 from rnnviz.figures.shapes import five_shapes_figure
 from rnnviz.lessons.shapes import SHAPES
 from rnnviz.ui.registry import page_by_url
-from rnnviz.ui.widgets import page_header, plot
+from rnnviz.ui.widgets import page_header, plot, shared_figure
 
 page_header(
     "home",
@@ -14,7 +14,7 @@ page_header(
     "any length. Problems differ in where the inputs x_t go in and where the outputs y_t come out:",
     r"h_t = \tanh(W_{hh}\, h_{t-1} + W_{xh}\, x_t), \qquad y_t = W_{hy}\, h_t",
 )
-plot(five_shapes_figure())
+plot(shared_figure(five_shapes_figure))
 
 for shape in SHAPES:
     with st.container(border=True):

@@ -9,7 +9,7 @@ from rnnviz.lessons import gates
 from rnnviz.ui.explorer import corpus_of, held_out_text, keep_known, model_id, settled
 from rnnviz.ui.links import LinkParam, mirror_to_link, parse_float_in, restore_from_link, share_link
 from rnnviz.ui.models import ModelSource, model_sources
-from rnnviz.ui.widgets import page_header, plot, seed
+from rnnviz.ui.widgets import page_header, plot, seed, shared_figure
 
 PAGE = "lstm_gates"
 C_PREV = 0.8  # the classroom trace starts from c_{t−1} = 0.8
@@ -82,7 +82,7 @@ def one_number_through_the_gates() -> None:
     )
     fig_col, num_col = st.columns([3, 1])
     with fig_col:
-        plot(figures.one_number_figure(trace), key=f"{PAGE}_one_number")
+        plot(shared_figure(figures.one_number_figure, trace, key=(C_PREV, f, i, g, o)), key=f"{PAGE}_one_number")
     with num_col:
         st.metric("c_t, the new cell", f"{trace.c_t:.3f}")
         st.metric("h_t, what is exposed", f"{trace.h_t:.3f}")
@@ -110,7 +110,8 @@ def one_full_step() -> None:
         t = t_col.slider("step t", 1, len(word), min(3, len(word)), key=f"{PAGE}_step")
         detail = step_detail(step_config, t)
         vocabulary = step_config.vocabulary
-        plot(figures.lstm_step_figure(detail, word[t - 1]), key=f"{PAGE}_step_figure")
+        drawn = (step_config, t)
+        plot(shared_figure(figures.lstm_step_figure, detail, word[t - 1], key=drawn), key=f"{PAGE}_step_figure")
         st.subheader("The stacked W")
         counts = gates.parameter_counts(len(vocabulary), hidden)
         st.markdown(
@@ -119,7 +120,7 @@ def one_full_step() -> None:
             f"(D = {len(vocabulary)}, one column per character). Four blocks is why an LSTM has about 4× the "
             "parameters of a vanilla RNN of the same H."
         )
-        plot(figures.stacked_w_figure(detail, list(vocabulary)), key=f"{PAGE}_stacked_w")
+        plot(shared_figure(figures.stacked_w_figure, detail, list(vocabulary), key=drawn), key=f"{PAGE}_stacked_w")
         p1, p2, p3 = st.columns(3)
         p1.metric("vanilla RNN layer: H(H+D) + 2H", f"{counts['rnn']:,}")
         p2.metric("LSTM layer: 4·(H(H+D) + 2H)", f"{counts['lstm']:,}")
@@ -167,8 +168,9 @@ def gate_saturation() -> None:
     config = source.model.config
     st.caption(f"{stats.characters:,} characters; {config.layers} × {config.hidden} LSTM trained on "
                f"{source.corpus} for {source.step:,} steps.")
-    plot(figures.saturation_bars_figure(stats), key=f"{PAGE}_saturation_bars")
-    plot(figures.saturation_histograms_figure(stats), key=f"{PAGE}_saturation_hist")
+    measured = (model_id(source), text)
+    plot(shared_figure(figures.saturation_bars_figure, stats, key=measured), key=f"{PAGE}_saturation_bars")
+    plot(shared_figure(figures.saturation_histograms_figure, stats, key=measured), key=f"{PAGE}_saturation_hist")
     forget = stats.get(stats.layers - 1, "f")
     st.metric(f"forget gate, layer {stats.layers}: right-saturated (f > 0.9, remembering)", f"{forget.right:.1%}")
 

@@ -1,7 +1,5 @@
 """Server status: what this server process holds right now, and the limits that keep a class within it."""
 
-import gc
-
 import streamlit as st
 import torch
 
@@ -10,7 +8,7 @@ from rnnviz.charlm.live import MAX_CORPUS_BYTES, MAX_PARAMETERS, LiveRun
 from rnnviz.charlm.sample_request import MAX_SAMPLE_LENGTH
 from rnnviz.core.runtime import physical_cores, process_memory_bytes
 from rnnviz.ui.live_run import LEASE_SECONDS, training_slots
-from rnnviz.ui.sessions import reap_expired_sessions
+from rnnviz.ui.sessions import collect_garbage, reap_expired_sessions
 from rnnviz.ui.widgets import page_header
 
 page_header(
@@ -24,7 +22,7 @@ page_header(
 st.button("Refresh", icon=":material/refresh:", key="server_status_refresh")
 slots = training_slots()
 reap_expired_sessions()  # closed tabs past the TTL
-gc.collect()  # a closed tab's run that nothing refers to any more is freed now, not counted
+collect_garbage()  # a closed tab's run that nothing refers to any more is freed, not counted
 memory = process_memory_bytes()
 cols = st.columns(4)
 cols[0].metric("Training now", f"{slots.busy} of {slots.capacity}", help="Sessions holding a training slot.")

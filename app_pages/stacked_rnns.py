@@ -15,7 +15,7 @@ from rnnviz.lessons.stacked import (
 )
 from rnnviz.ui.mechanics import stack_depth_table, stack_run
 from rnnviz.ui.stepper import step_controls
-from rnnviz.ui.widgets import page_header, plot, seed
+from rnnviz.ui.widgets import page_header, plot, seed, shared_figure
 
 EMBED_DIM = 3  # E: each word is a 3-number vector, as in the lecture's example
 
@@ -50,7 +50,7 @@ run = stack_run(config)
 cells = computation_order(config.layers, len(config.words), order)
 done = step_controls("stacked_step", 1, len(cells), caption=f"cell **{{step}}** of {len(cells)}")
 layer, t = cells[done - 1]
-plot(grid_figure(run, cells, done))
+plot(shared_figure(grid_figure, run, cells, done, key=(config, order, done)))
 
 st.markdown(cell_sentence(run, layer, t))
 
@@ -67,7 +67,7 @@ with left:
               help="Counted on the real torch module(s) that produced the grid above.")
 with right:
     rows = stack_depth_table(kind, EMBED_DIM, sizes[0])
-    plot(parameters_figure(rows, kind, sizes[0], EMBED_DIM))
+    plot(shared_figure(parameters_figure, rows, kind, sizes[0], EMBED_DIM, key=(kind, sizes[0], EMBED_DIM)))
     step_size = rows[1].formula - rows[0].formula
     st.caption(f"Each extra layer of width {sizes[0]} adds the same {step_size:,} parameters: "
                f"$G\\,d\\,(2d + 2)$ with $G$ = {GATE_BLOCKS[kind]} gate blocks.")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import threading
+import time
 
 from streamlit.runtime import Runtime
 
@@ -25,3 +28,22 @@ def reap_expired_sessions() -> int:
         _LOGGER.debug("no session storage to reap", exc_info=True)
         return 0
     return len(expire())
+
+
+_collected_at = [float("-inf")]
+_collect_lock = threading.Lock()
+
+
+def collect_garbage(at_most_every: float = 5.0) -> bool:
+    """``gc.collect()``, unless this process ran one in the last ``at_most_every`` seconds; True when it ran.
+
+    The Server status page collects so that a closed tab's run that nothing refers to any more is not counted
+    as alive. A full collection holds the GIL for a tenth of a second or more, and when a class opened the page
+    at once every session ran one in turn; one per few seconds keeps the count fresh for all of them."""
+    with _collect_lock:
+        now = time.monotonic()
+        if now - _collected_at[0] < at_most_every:
+            return False
+        _collected_at[0] = now
+    gc.collect()
+    return True

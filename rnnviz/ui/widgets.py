@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Hashable
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from rnnviz.ui.registry import page_by_url
@@ -39,6 +41,21 @@ def page_header(url_path: str, intro: str, equation: str | None = None) -> None:
     st.markdown(intro)
     if equation:
         st.latex(equation)
+
+
+def shared_figure(build: Callable[..., go.Figure], *args, key: Hashable = ()) -> go.Figure:
+    """``build(*args)``, built once per server process for each ``key`` and shared by every session.
+
+    ``key`` names everything the figure is computed from (a frozen config, a model's id, a widget's value);
+    ``args`` are what ``build`` takes, and are not hashed. A class that opens a page at once with the default
+    settings then pays for each figure once instead of once per student, and a student who moves a slider gets
+    (and shares) the figure of the new value. Safe to share: ``st.plotly_chart`` only reads a figure."""
+    return _shared_figure(f"{build.__module__}.{build.__qualname__}", key, build, args)
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _shared_figure(name: str, key: Hashable, _build: Callable[..., go.Figure], _args: tuple) -> go.Figure:
+    return _build(*_args)
 
 
 def plot(fig, key: str | None = None) -> None:
