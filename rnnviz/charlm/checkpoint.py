@@ -5,13 +5,15 @@ A checkpoint is a plain dict (tensors, str, int, float, bool, None, lists and di
 
     format_version  int, FORMAT_VERSION
     corpus          str, the corpus name it was trained on
-    config          dict, TrainConfig.to_dict()
+    config          dict, TrainConfig.to_dict() (files written before n_head, block_size, warmup_steps and
+                    weight_decay existed lack them; they take TrainConfig's defaults)
     vocab           str, the vocabulary's characters in id order
-    model           the CharModel state_dict (torch's parameter names: embed.weight, rnn.weight_ih_l0, …)
+    model           the CharModel state_dict (torch's parameter names: embed.weight, rnn.weight_ih_l0, …), or
+                    a CharTransformer's (embed.weight, pos_embed.weight, blocks.0.attn.c_attn.weight, …)
     history, evals  lists of StepRecord / EvalRecord dicts
     optimizer … rng the rest of Trainer.state_dict(), for an exact resume (optimizer may be None)
 
-``export_script`` writes a standalone training script that needs only torch.
+``export_script`` writes a standalone training script that needs only torch (recurrent models only).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import pickle
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -29,7 +32,8 @@ import torch
 
 from rnnviz.charlm.corpus import CorpusError, Vocab
 from rnnviz.charlm.train import EvalRecord, StepRecord, TrainConfig, Trainer
-from rnnviz.core.charmodel import CharModel
+from rnnviz.core.charmodel import MODEL_KINDS, CharModel, build_model
+from rnnviz.core.transformer import CharTransformer
 
 FORMAT_VERSION = 1
 TRAINER_KEYS = (
@@ -49,7 +53,7 @@ class Checkpoint:
 
     config: TrainConfig
     vocab: Vocab
-    model: CharModel
+    model: CharModel | CharTransformer
     corpus: str
     history: list[StepRecord]
     evals: list[EvalRecord]
@@ -93,8 +97,11 @@ def checkpoint_bytes(trainer: Trainer, corpus_name: str | None = None, include_o
         return path.read_bytes()
 
 
-def load_checkpoint(source: str | Path | bytes | BinaryIO) -> Checkpoint:
+def load_checkpoint(source: str | Path | bytes | BinaryIO, kinds: Sequence[str] = MODEL_KINDS) -> Checkpoint:
     """Read and validate a checkpoint from a path, bytes or a binary file object.
+
+    ``kinds`` are the model kinds the caller can use (a page that reads recurrent cells passes
+    rnnviz.core.recurrent.KINDS): any other kind is a CheckpointError that names both, before weights load.
 
     Always ``torch.load(..., weights_only=True, map_location="cpu")``: a pickle that would construct
     arbitrary objects or call functions is refused before any of it runs. Every field is checked, and the
@@ -121,7 +128,7 @@ def load_checkpoint(source: str | Path | bytes | BinaryIO) -> Checkpoint:
         ) from None
     except Exception as err:  # torch raises RuntimeError and friends for damaged archives
         raise CheckpointError(f"The checkpoint could not be read ({type(err).__name__}); it may be damaged.") from None
-    return _validate(payload)
+    return _validate(payload, tuple(kinds))
 
 
 def _read_bytes(source) -> bytes:
@@ -135,7 +142,7 @@ def _read_bytes(source) -> bytes:
     return source.read()
 
 
-def _validate(payload) -> Checkpoint:
+def _validate(payload, kinds: tuple[str, ...] = MODEL_KINDS) -> Checkpoint:
     if not isinstance(payload, dict):
         raise CheckpointError("The file is a torch file but not an rnnviz checkpoint (no dict of fields).")
     version = payload.get("format_version")
@@ -156,11 +163,15 @@ def _validate(payload) -> Checkpoint:
         config = TrainConfig.from_dict(payload["config"])
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"The checkpoint's training config is invalid: {err}.") from None
+    if config.kind not in kinds:
+        readable = ", ".join(_kind_name(k) for k in kinds)
+        raise CheckpointError(f"The checkpoint holds a {_kind_name(config.kind)}; only {readable} models can be "
+                              "used here.")
     if not isinstance(payload["vocab"], str):
         raise CheckpointError("The checkpoint's vocabulary is not a string of characters.")
     try:
         vocab = Vocab(payload["vocab"])
-        model = CharModel(config.model_config(vocab.size))
+        model = build_model(config.model_config(vocab.size))
     except (CorpusError, ValueError) as err:
         raise CheckpointError(f"The checkpoint's vocabulary is invalid: {err}.") from None
     weights = payload["model"]
@@ -172,7 +183,7 @@ def _validate(payload) -> Checkpoint:
     missing_w, extra_w = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
     if missing_w or extra_w:
         raise CheckpointError(
-            f"The checkpoint's weights do not fit a {config.layers}-layer {config.kind.upper()}: "
+            f"The checkpoint's weights do not fit a {config.layers}-layer {_kind_name(config.kind)}: "
             f"missing {missing_w}, unexpected {extra_w}."
         )
     wrong = [f"{k} is {tuple(v.shape)}, expected {tuple(expected[k].shape)}" for k, v in weights.items()
@@ -193,6 +204,10 @@ def _validate(payload) -> Checkpoint:
         raise CheckpointError("The checkpoint's optimizer state is malformed.")
     trainer_state = {key: payload[key] for key in TRAINER_KEYS}
     return Checkpoint(config, vocab, model, payload["corpus"], history, evals, trainer_state)
+
+
+def _kind_name(kind: str) -> str:
+    return "Transformer" if kind == "transformer" else kind.upper()
 
 
 def resume_trainer(checkpoint: Checkpoint, corpus) -> Trainer:
@@ -230,7 +245,11 @@ def export_script(config: TrainConfig, vocab: Vocab, path: str | Path | None = N
 
     Its module names match CharModel's (embed, rnn, head), so it can start from a checkpoint's weights
     (``--init m.pt``) and its saved weights load back into rnnviz. Written to ``path`` when given.
+    Recurrent models only: a Transformer is a ValueError that says so.
     """
+    if config.kind == "transformer":
+        raise ValueError("Exporting a standalone script covers RNN, LSTM and GRU models; a Transformer cannot be "
+                         "exported yet. Download its checkpoint (.pt) instead: rnnviz sample reads it.")
     source = _SCRIPT.format(
         vocab=repr(vocab.chars),
         kind=repr(config.kind),

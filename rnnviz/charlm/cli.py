@@ -17,8 +17,8 @@ from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint, save_chec
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError, load_corpus
 from rnnviz.charlm.pretrained import MAX_BYTES, MODELS_DIR, compact_bytes, shipped_models, val_loss
 from rnnviz.charlm.sample import beam_search, generate
-from rnnviz.charlm.train import DEFAULT_PRESET, OPTIMIZERS, PRESETS, TrainConfig, Trainer
-from rnnviz.core.recurrent import KINDS
+from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, OPTIMIZERS, TrainConfig, Trainer
+from rnnviz.core.charmodel import MODEL_KINDS
 from rnnviz.core.runtime import configure_cpu
 
 
@@ -39,23 +39,31 @@ def _checkpoint_path(spec: str) -> Path:
 def train_parser(prog: str = "rnnviz train") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Train a character-level RNN/LSTM/GRU with truncated BPTT and save a checkpoint.",
+        description="Train a character-level RNN/LSTM/GRU with truncated BPTT, or a small Transformer on windows "
+        "of its context, and save a checkpoint.",
         epilog=f"Example: {prog} --corpus tiny-shakespeare --kind lstm --layers 1 --hidden 256 "
-        "--minutes 3 --out m.pt    (Ctrl-C stops early and still saves)",
+        "--minutes 3 --out m.pt    (Ctrl-C stops early and still saves). "
+        f"A Transformer: {prog} --kind transformer --layers 4 --hidden 128 --n-head 4 --block-size 64 "
+        "--optimizer adamw --lr 1e-3, or the baby-GPT preset.",
     )
-    parser.add_argument("--preset", choices=sorted(PRESETS), default=DEFAULT_PRESET,
+    parser.add_argument("--preset", choices=sorted(ALL_PRESETS), default=DEFAULT_PRESET,
                         help="starting settings; every option below overrides it (default: %(default)s)")
     parser.add_argument("--corpus", help=f"{', '.join(BUILTIN_CORPORA)}, or a path to a UTF-8 text file "
                         "(default: the preset's)")
-    parser.add_argument("--kind", choices=KINDS)
-    parser.add_argument("--layers", type=int)
-    parser.add_argument("--hidden", type=int)
+    parser.add_argument("--kind", choices=MODEL_KINDS)
+    parser.add_argument("--layers", type=int, help="stacked layers (Transformer: blocks)")
+    parser.add_argument("--hidden", type=int, help="units per layer (Transformer: the width C)")
+    parser.add_argument("--n-head", type=int, help="Transformer: attention heads per block (C must divide by it)")
+    parser.add_argument("--block-size", type=int, help="Transformer: context length (default: the preset's, or "
+                        "--seq-len); --seq-len defaults to it")
     parser.add_argument("--embed-dim", type=int)
     parser.add_argument("--one-hot", action="store_true", help="feed one-hot characters instead of an embedding")
     parser.add_argument("--dropout", type=float)
     parser.add_argument("--optimizer", choices=OPTIMIZERS)
     parser.add_argument("--lr", type=float, help="peak learning rate")
     parser.add_argument("--lr-decay-steps", type=int, help="cosine decay length in steps (0: constant)")
+    parser.add_argument("--warmup-steps", type=int, help="linear learning-rate warm-up in steps (0: none)")
+    parser.add_argument("--weight-decay", type=float, help="AdamW's decoupled weight decay on matrices")
     parser.add_argument("--batch", type=int, help="B, parallel streams")
     parser.add_argument("--seq-len", "-T", type=int, help="T, characters per truncated-BPTT chunk")
     parser.add_argument("--clip", type=float, help="gradient-norm clip θ (0 turns clipping off)")
@@ -74,11 +82,12 @@ def train_parser(prog: str = "rnnviz train") -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, str]:
     """The preset's config with every given option applied, and the corpus spec."""
-    preset = PRESETS[args.preset]
+    preset = ALL_PRESETS[args.preset]
     overrides = {
         name: getattr(args, name)
         for name in ("kind", "layers", "hidden", "embed_dim", "dropout", "optimizer", "lr", "lr_decay_steps",
-                     "batch", "seq_len", "forget_bias", "seed", "device")
+                     "batch", "seq_len", "forget_bias", "seed", "device", "n_head", "block_size", "warmup_steps",
+                     "weight_decay")
         if getattr(args, name) is not None
     }
     if args.one_hot:
@@ -87,6 +96,11 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, str]:
         overrides["clip"] = args.clip if args.clip > 0 else None
     if overrides.get("kind", preset.config.kind) != "lstm":
         overrides.setdefault("forget_bias", None)
+    if overrides.get("kind", preset.config.kind) == "transformer":  # windows fill the context unless told
+        if args.seq_len is None:
+            overrides["seq_len"] = overrides.get("block_size", preset.config.block_size)
+        elif args.block_size is None:
+            overrides["block_size"] = args.seq_len
     return replace(preset.config, **overrides), args.corpus or preset.corpus
 
 
@@ -114,12 +128,16 @@ def train_main(argv: list[str] | None = None, prog: str = "rnnviz train") -> int
             download["bar"].close()
     threads = configure_cpu()
     trainer = Trainer(config, corpus)
-    minutes = args.minutes if args.minutes is not None else (None if args.steps else PRESETS[args.preset].minutes)
+    minutes = args.minutes if args.minutes is not None else (None if args.steps else ALL_PRESETS[args.preset].minutes)
+    kind = f"Transformer ({config.n_head} heads, context {config.block_size})" if config.kind == "transformer" \
+        else config.kind.upper()
     print(
         f"{corpus.name}: {len(corpus):,} chars, vocab {trainer.vocab.size}; {config.layers}×{config.hidden} "
-        f"{config.kind.upper()}, {trainer.num_parameters:,} parameters; {trainer.device}, {threads} threads",
+        f"{kind}, {trainer.num_parameters:,} parameters; {trainer.device}, {threads} threads",
         file=sys.stderr,
     )
+    if not trainer.carries_state:
+        print(config.describe(), file=sys.stderr)
     bar = tqdm(total=args.steps or round(minutes * 60), unit="step" if args.steps else "s", disable=args.quiet,
                dynamic_ncols=True, bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
     stop = {"requested": False}

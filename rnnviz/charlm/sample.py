@@ -9,7 +9,11 @@ At each step the model gives logits z over the V characters and p = softmax(z / 
 
 Interventions clamp one unit of h_t (or of the LSTM cell c_t) of one layer to a fixed value at every
 step, prime included; 0 ablates it. They run on the cells.py step functions, so that the clamped value
-is what the next layer, the readout and the next step all see.
+is what the next layer, the readout and the next step all see. They apply to recurrent models only.
+
+A Transformer samples with its key/value cache (``CharTransformer.prefill`` then ``step``): what it carries
+from one character to the next is K and V of every earlier position, not a state vector. Past its context
+the window slides: each new character is predicted from the last ``block_size`` characters.
 
 The CLI lives in ``rnnviz.charlm.cli``: ``rnnviz sample --help``.
 """
@@ -28,6 +32,9 @@ from rnnviz.charlm.corpus import Vocab
 from rnnviz.core.cells import gru_cell, lstm_cell, rnn_cell
 from rnnviz.core.charmodel import CharModel
 from rnnviz.core.recurrent import State
+from rnnviz.core.transformer import CharTransformer, KVCache
+
+Model = CharModel | CharTransformer
 
 
 @dataclass(frozen=True)
@@ -68,12 +75,17 @@ class ExposureBias:
     free_running: np.ndarray  # (n,) −log p(target[t] | prefix + continuation[:t])
 
 
-def _model_device(model: CharModel) -> torch.device:
+def _model_device(model: Model) -> torch.device:
     return model.head.weight.device
 
 
-def _validate_interventions(model: CharModel, interventions: Sequence[Intervention]) -> None:
+def _validate_interventions(model: Model, interventions: Sequence[Intervention]) -> None:
     config = model.config
+    if interventions and isinstance(model, CharTransformer):
+        raise ValueError(
+            "cell interventions clamp a unit of a recurrent model's h_t or c_t; a Transformer has no such state "
+            "(it carries a key/value cache), so they apply to RNN, LSTM and GRU models only"
+        )
     for iv in interventions:
         if not 0 <= iv.layer < config.layers:
             raise ValueError(f"intervention layer {iv.layer} is outside 0…{config.layers - 1}")
@@ -119,9 +131,16 @@ def _step_with_interventions(
 
 
 def _advance(
-    model: CharModel, ids: Tensor, state: State | None, interventions: Sequence[Intervention] = ()
-) -> tuple[Tensor, State]:
-    """Feed ids (N, T); returns the logits after the last one (N, V) and the state."""
+    model: Model, ids: Tensor, state: State | KVCache | None, interventions: Sequence[Intervention] = ()
+) -> tuple[Tensor, State | KVCache]:
+    """Feed ids (N, T); returns the logits after the last one (N, V) and the state (a Transformer's cache)."""
+    if isinstance(model, CharTransformer):
+        if state is None:
+            logits, cache = model.prefill(ids)  # (N, T_w, V)
+            return logits[:, -1], cache
+        for t in range(ids.size(1)):
+            last, state = model.step(ids[:, t], state)  # (N, V)
+        return last, state
     if not interventions:
         logits, _, state = model(ids, state=state)
         return logits[:, -1], state
@@ -135,6 +154,14 @@ def _prime_ids(vocab: Vocab, prime: str, device: torch.device) -> Tensor:
     if not prime:
         prime = "\n" if "\n" in vocab.chars else vocab.chars[0]
     return vocab.encode(prime).to(device).view(1, -1)
+
+
+def _logits_everywhere(model: Model, ids: Tensor) -> Tensor:
+    """Logits (N, T, V) after every position of ids (N, T): one pass of a recurrent model from h_0 = 0, or
+    a Transformer's sliding window over texts longer than its context."""
+    if isinstance(model, CharTransformer):
+        return model.windowed_logits(ids)
+    return model(ids)[0]
 
 
 def _choose(logits: Tensor, temperature: float, top_k: int | None, generator: torch.Generator) -> int:
@@ -151,7 +178,7 @@ def _choose(logits: Tensor, temperature: float, top_k: int | None, generator: to
 
 @torch.no_grad()
 def generate(
-    model: CharModel,
+    model: Model,
     vocab: Vocab,
     prime: str,
     length: int,
@@ -163,7 +190,8 @@ def generate(
     """``length`` characters continuing ``prime`` (the prime is not repeated in the result).
 
     temperature 0 is greedy; ``seed`` fixes the draws (None draws fresh randomness). Unknown characters in
-    the prime raise corpus.UnknownCharactersError naming them.
+    the prime raise corpus.UnknownCharactersError naming them. A Transformer keeps a key/value cache and
+    slides its window past its context.
     """
     if temperature < 0:
         raise ValueError(f"temperature must be at least 0, not {temperature}")
@@ -190,15 +218,17 @@ def generate(
     return vocab.decode(out)
 
 
-def _select_state(state: State, rows: Tensor) -> State:
-    """Rows of the batch dimension of (L, N, H) states."""
+def _select_state(state: State | KVCache, rows: Tensor) -> State | KVCache:
+    """Rows of the batch dimension of (L, N, H) states, or of a Transformer's cache."""
+    if isinstance(state, KVCache):
+        return state.select(rows)
     if isinstance(state, tuple):
         return tuple(s[:, rows] for s in state)
     return state[:, rows]
 
 
 @torch.no_grad()
-def beam_search(model: CharModel, vocab: Vocab, prime: str, length: int, beam_width: int = 5) -> list[Beam]:
+def beam_search(model: Model, vocab: Vocab, prime: str, length: int, beam_width: int = 5) -> list[Beam]:
     """The ``beam_width`` most probable continuations of ``length`` characters, best first.
 
     Each step extends every beam by every character, scores each candidate by its total log-probability
@@ -227,12 +257,13 @@ def beam_search(model: CharModel, vocab: Vocab, prime: str, length: int, beam_wi
 
 
 @torch.no_grad()
-def next_char_distribution(model: CharModel, vocab: Vocab, text: str, k: int = 5) -> NextCharTable:
-    """For every position t of ``text``, the k most likely next characters given text[: t + 1]."""
+def next_char_distribution(model: Model, vocab: Vocab, text: str, k: int = 5) -> NextCharTable:
+    """For every position t of ``text``, the k most likely next characters given text[: t + 1] (a
+    Transformer reads at most its context: the last block_size characters up to t)."""
     was_training = model.training
     model.eval()
     try:
-        logits, _, _ = model(vocab.encode(text).to(_model_device(model)).view(1, -1))
+        logits = _logits_everywhere(model, vocab.encode(text).to(_model_device(model)).view(1, -1))
     finally:
         model.train(was_training)
     probs = torch.softmax(logits[0].float(), dim=-1)  # (T, V)
@@ -243,7 +274,7 @@ def next_char_distribution(model: CharModel, vocab: Vocab, text: str, k: int = 5
 
 @torch.no_grad()
 def exposure_bias(
-    model: CharModel,
+    model: Model,
     vocab: Vocab,
     passage: str,
     prefix_len: int,
@@ -266,7 +297,7 @@ def exposure_bias(
     targets = ids[prefix_len:]  # (n,)
     generator = torch.Generator().manual_seed(seed)
     try:
-        logits, _, _ = model(ids.view(1, -1))
+        logits = _logits_everywhere(model, ids.view(1, -1))
         teacher = F.cross_entropy(logits[0, prefix_len - 1 : -1], targets, reduction="none")  # (n,)
         last, state = _advance(model, ids[:prefix_len].view(1, -1), None)
         free, own = [], []

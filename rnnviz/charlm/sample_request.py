@@ -2,7 +2,8 @@
 
 Bad inputs never reach the model: characters outside the vocabulary, a length under 1 or a width or k
 under 1 are errors; a length over MAX_SAMPLE_LENGTH, a top-k or beam width over V, and temperature 0
-(which is greedy decoding) are corrected with a note.
+(which is greedy decoding) are corrected with a note. A prime longer than a Transformer's context is kept as
+typed, with a note on where the window starts.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from rnnviz.charlm.corpus import UnknownCharactersError, Vocab
 from rnnviz.charlm.sample import Beam, beam_search, generate
 from rnnviz.core.charmodel import CharModel
+from rnnviz.core.transformer import CharTransformer
 
 STRATEGIES = ("greedy", "temperature", "beam")
 MAX_SAMPLE_LENGTH = 2000  # characters; sampling runs one model step per character
@@ -47,8 +49,12 @@ def check_sample_request(
     top_k: int | None = None,
     beam_width: int | None = 5,
     seed: int = 0,
+    context: int | None = None,
 ) -> tuple[SampleRequest | None, list[str], list[str]]:
-    """(request or None, errors, notes): errors stop the sampling, notes say what was corrected."""
+    """(request or None, errors, notes): errors stop the sampling, notes say what was corrected.
+
+    ``context`` is a Transformer's block size (None for a recurrent model, which reads any length).
+    """
     errors, notes = [], []
     if strategy not in STRATEGIES:
         errors.append(f"Unknown sampling strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
@@ -56,6 +62,10 @@ def check_sample_request(
         vocab.encode(prime or "")
     except UnknownCharactersError as err:
         errors.append(f"The prime text cannot be fed to this model: {err}")
+    if context is not None and len(prime or "") > context:
+        notes.append(f"The prime is {len(prime):,} characters, more than this Transformer's context of {context}: it "
+                     f"reads only the last {context}, from character {len(prime) - context + 1} on, and the window "
+                     "slides on as it writes.")
     limit = MAX_BEAM_LENGTH if strategy == "beam" else MAX_SAMPLE_LENGTH
     if length is None or length < 1:
         errors.append(f"The length must be at least 1 character, not {length}.")
@@ -92,7 +102,7 @@ def check_sample_request(
     return request, errors, notes
 
 
-def run_sample(model: CharModel, vocab: Vocab, request: SampleRequest) -> SampleResult:
+def run_sample(model: CharModel | CharTransformer, vocab: Vocab, request: SampleRequest) -> SampleResult:
     """Draw the sample a checked request asks for."""
     if request.strategy == "beam":
         beams = beam_search(model, vocab, request.prime, request.length, request.beam_width)

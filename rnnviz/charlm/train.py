@@ -4,6 +4,10 @@ One optimizer step reads a (B, T) chunk from B parallel streams of the train spl
 recurrent layers from the state carried over from the previous chunk (detached: the gradient stops at the
 chunk boundary), and minimises the mean cross-entropy −(1/BT) Σ log p(x_{t+1} | x_{≤t}) in nats/char.
 
+A Transformer (``kind="transformer"``) reads the same (B, T) chunks as windows with no carried state: every
+window starts from nothing, and position t attends to the positions before it in its window (T ≤ its
+context). ``TrainConfig.describe()`` says which of the two a run does, in words.
+
 ``Trainer`` is built to be driven a few steps at a time (from a Streamlit fragment or a CLI loop):
 ``run(steps)``, ``evaluate()``, and ``state_dict()`` / ``load_state_dict()`` for an exact resume. A
 non-finite loss or gradient, or a loss above 3× the first one, halts the run and puts back the last
@@ -24,43 +28,51 @@ from dataclasses import asdict, dataclass, fields, replace
 import torch
 
 from rnnviz.charlm.corpus import Corpus, TBPTTBatcher, Vocab
-from rnnviz.core.charmodel import CharModel, ModelConfig
-from rnnviz.core.recurrent import KINDS, detach_state
+from rnnviz.core.charmodel import MODEL_KINDS, CharModel, ModelConfig, build_model, check_transformer_shape
+from rnnviz.core.recurrent import detach_state
 from rnnviz.core.runtime import pick_device
+from rnnviz.core.transformer import CharTransformer
 
-OPTIMIZERS = ("adam", "rmsprop", "sgd", "adagrad")
+OPTIMIZERS = ("adam", "rmsprop", "sgd", "adagrad", "adamw")
+ADAMW_BETAS = (0.9, 0.99)  # nanoGPT's for characters: β₂ 0.99, since each step sees few tokens
 EXPLODE_FACTOR = 3.0  # a loss above this multiple of the first step's loss counts as exploding
 SNAPSHOT_EVERY = 25  # steps between copies of the last good weights (and optimizer state)
 EVAL_STREAMS, EVAL_T = 16, 256  # evaluation reads the val split as 16 streams, 256 characters at a time
 LN2 = math.log(2.0)
-RETUNABLE = ("lr", "lr_decay_steps", "lr_floor", "clip", "reset_state")  # TrainConfig fields a run may change
+RETUNABLE = ("lr", "lr_decay_steps", "lr_floor", "clip", "reset_state", "warmup_steps")  # a run may change these
+# Fields added after checkpoint format 1 was fixed: a saved config without them takes these defaults.
+LATER_FIELDS = ("n_head", "block_size", "warmup_steps", "weight_decay")
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that defines a training run; frozen and hashable, so it can key caches and travel."""
 
-    kind: str = "lstm"  # "rnn", "lstm" or "gru"
-    layers: int = 1  # L, stacked recurrent layers
-    hidden: int = 256  # H, units per layer
-    embedding: bool = True  # False feeds one-hot x_t: an embedding is a column lookup of W_xh
-    embed_dim: int = 64  # E, embedding width when ``embedding`` is on
-    dropout: float = 0.0  # between stacked layers, training only
-    optimizer: str = "adam"  # "adam", "rmsprop", "sgd" or "adagrad"
+    kind: str = "lstm"  # "rnn", "lstm", "gru" or "transformer"
+    layers: int = 1  # L, stacked recurrent layers (Transformer: blocks)
+    hidden: int = 256  # H, units per layer (Transformer: C, the residual stream's width, also its embedding's)
+    embedding: bool = True  # False feeds one-hot x_t: an embedding is a column lookup of W_xh (recurrent only)
+    embed_dim: int = 64  # E, embedding width when ``embedding`` is on (Transformer: unused, E = C = hidden)
+    dropout: float = 0.0  # between stacked layers, training only (Transformer: attention, residuals, embeddings)
+    optimizer: str = "adam"  # "adam", "rmsprop", "sgd", "adagrad" or "adamw"
     lr: float = 2e-3  # peak learning rate
-    lr_decay_steps: int = 0  # cosine decay from lr to lr × lr_floor over this many steps; 0 keeps lr constant
+    lr_decay_steps: int = 0  # cosine decay to lr × lr_floor, ending at this step (from step 0); 0 keeps lr constant
     lr_floor: float = 0.1  # final learning rate as a fraction of lr
     batch: int = 32  # B, parallel streams per step
-    seq_len: int = 64  # T, characters per chunk: the gradient flows back at most T steps
+    seq_len: int = 64  # T, characters per chunk: the gradient flows back at most T steps (Transformer: ≤ block_size)
     clip: float | None = 1.0  # θ: rescale the gradient when ‖∇‖₂ > θ; None for off
     forget_bias: float | None = 1.0  # LSTM: initial b_f; None keeps torch's init
-    reset_state: bool = False  # start every chunk from h_0 = 0 instead of carrying the state
+    reset_state: bool = False  # start every chunk from h_0 = 0 instead of carrying the state (Transformer: always)
     seed: int = 0  # weights and dropout
     device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
+    n_head: int = 4  # Transformer only: h, attention heads per block; hidden must divide by it
+    block_size: int = 64  # Transformer only: the context, the most characters one position can see
+    warmup_steps: int = 0  # linear warm-up: lr × (step + 1)/(warmup_steps + 1) for the first steps; 0 for none
+    weight_decay: float = 0.1  # "adamw" only: decoupled decay λ on matrices and embeddings (not biases, LayerNorm)
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.kind not in MODEL_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(MODEL_KINDS)}, not {self.kind!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
         if self.layers < 1 or self.hidden < 1 or self.embed_dim < 1 or self.batch < 1 or self.seq_len < 1:
@@ -75,6 +87,39 @@ class TrainConfig:
             raise ValueError(f"dropout must be in [0, 1), not {self.dropout}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', not {self.device!r}")
+        if self.warmup_steps < 0 or (0 < self.lr_decay_steps <= self.warmup_steps):
+            raise ValueError("warmup_steps must be at least 0, and shorter than lr_decay_steps when that is set")
+        if not 0.0 <= self.weight_decay < 1.0:
+            raise ValueError(f"weight_decay must be in [0, 1), not {self.weight_decay}")
+        if self.kind == "transformer":
+            check_transformer_shape(self.hidden, self.n_head, self.block_size, self.embedding)
+            if self.seq_len > self.block_size:
+                raise ValueError(f"a Transformer with a context of {self.block_size} reads windows of at most "
+                                 f"{self.block_size} characters, not T = {self.seq_len}")
+
+    @property
+    def carries_state(self) -> bool:
+        """Whether each chunk starts from the state the previous one ended with (recurrent, not reset)."""
+        return self.kind != "transformer" and not self.reset_state
+
+    def describe(self) -> str:
+        """One or two sentences on what the model is and what crosses a chunk boundary, for a page."""
+        if self.kind == "transformer":
+            return (
+                f"{self.layers} × {self.hidden} Transformer ({self.n_head} heads, context {self.block_size}). "
+                f"Each step reads {self.batch} windows of T = {self.seq_len} characters with no carried state: a "
+                "Transformer has no hidden state to pass on, so every window starts from nothing and each "
+                f"character attends to at most the {self.seq_len - 1} before it in its window."
+            )
+        what = f"{self.layers} × {self.hidden} {self.kind.upper()}. Each step reads {self.batch} chunks of " \
+               f"T = {self.seq_len} characters (truncated BPTT): "
+        state = "h_t and c_t" if self.kind == "lstm" else "h_t"
+        if self.reset_state:
+            zero = "h_0 = c_0 = 0" if self.kind == "lstm" else "h_0 = 0"
+            return what + f"every chunk starts from {zero}, so nothing is carried from one chunk to the next."
+        verb = "carry" if self.kind == "lstm" else "carries"
+        return what + (f"the final {state} {verb} into the next chunk as its starting state, detached, so the "
+                       f"state remembers across chunks while the gradient flows back at most {self.seq_len} steps.")
 
     def model_config(self, vocab_size: int) -> ModelConfig:
         """The CharModel shape this run trains."""
@@ -87,13 +132,22 @@ class TrainConfig:
             embed_dim=self.embed_dim,
             dropout=self.dropout,
             forget_bias=self.forget_bias if self.kind == "lstm" else None,
+            n_head=self.n_head,
+            block_size=self.block_size,
         )
 
     def lr_at(self, step: int) -> float:
-        """Learning rate for optimizer step ``step`` (0-based): cosine from lr down to lr × lr_floor."""
+        """Learning rate for optimizer step ``step`` (0-based), as nanoGPT's ``get_lr``.
+
+        With W = warmup_steps and D = lr_decay_steps: lr · (step + 1)/(W + 1) while step < W, then a cosine
+        from lr down to lr · lr_floor at step D, constant after it (D = 0: lr stays after the warm-up).
+        """
+        warmup = self.warmup_steps
+        if step < warmup:
+            return self.lr * (step + 1) / (warmup + 1)
         if self.lr_decay_steps <= 0:
             return self.lr
-        progress = min(step, self.lr_decay_steps) / self.lr_decay_steps
+        progress = min(step - warmup, self.lr_decay_steps - warmup) / (self.lr_decay_steps - warmup)
         return self.lr * (self.lr_floor + (1 - self.lr_floor) * 0.5 * (1 + math.cos(math.pi * progress)))
 
     def to_dict(self) -> dict:
@@ -101,9 +155,10 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> TrainConfig:
-        """Inverse of ``to_dict``; unknown or missing keys are a clear ValueError."""
+        """Inverse of ``to_dict``; unknown or missing keys are a clear ValueError, except that the fields added
+        later (LATER_FIELDS) take their defaults, so that older checkpoints still load."""
         names = {f.name for f in fields(cls)}
-        extra, missing = sorted(set(values) - names), sorted(names - set(values))
+        extra, missing = sorted(set(values) - names), sorted(names - set(values) - set(LATER_FIELDS))
         if extra or missing:
             raise ValueError(f"training config keys do not match: unknown {extra}, missing {missing}")
         return cls(**values)
@@ -148,9 +203,17 @@ class Halt:
     restored_step: int  # the weights now loaded are those after this many steps
 
 
-def make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
-    """The named optimizer with its usual defaults (SGD with momentum 0.9)."""
+def make_optimizer(name: str, params, lr: float, weight_decay: float = 0.1) -> torch.optim.Optimizer:
+    """The named optimizer with its usual defaults (SGD with momentum 0.9).
+
+    "adamw" is nanoGPT's: AdamW with β = (0.9, 0.99), decoupled weight decay λ = ``weight_decay`` on
+    parameters with 2 or more dimensions (matrices, embeddings) and none on biases and LayerNorm gains.
+    """
     params = list(params)
+    if name == "adamw":
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, betas=ADAMW_BETAS)
     if name == "adam":
         return torch.optim.Adam(params, lr=lr)
     if name == "rmsprop":
@@ -164,16 +227,20 @@ def make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
 
 @torch.no_grad()
 def sequence_loss(
-    model: CharModel, ids: torch.Tensor, streams: int = EVAL_STREAMS, seq_len: int = EVAL_T
+    model: CharModel | CharTransformer, ids: torch.Tensor, streams: int = EVAL_STREAMS, seq_len: int = EVAL_T
 ) -> tuple[float, int]:
     """(mean nats/char, characters scored) of predicting every ids[t+1] from ids[≤t], in eval mode.
 
     The text is read as ``streams`` contiguous streams with the state carried through each, plus one
     short stream for the remainder, so every one of the n − 1 next characters is scored exactly once.
+    A Transformer carries no state: it reads each stream in consecutive windows of min(seq_len, its
+    context), each from nothing, so position t of a window sees t earlier characters (nanoGPT's estimate).
     """
     pairs = len(ids) - 1
     if pairs < 1:
         raise ValueError("need at least 2 characters to score a prediction")
+    if not getattr(model, "carries_state", True):  # any model with CharModel's forward may be scored
+        seq_len = min(seq_len, model.config.block_size)
     device = model.head.weight.device
     ids = ids.to(device)
     streams = max(1, min(streams, pairs // seq_len))  # every stream at least T long, so context builds up
@@ -217,16 +284,17 @@ class Trainer:
         self.train_ids, self.val_ids = _split(corpus, ids)
         self.batcher = TBPTTBatcher(self.train_ids, config.batch, config.seq_len).to(self.device)
         with self._own_rng(seed=config.seed):
-            self.model = CharModel(config.model_config(self.vocab.size)).to(self.device)
+            self.model = build_model(config.model_config(self.vocab.size)).to(self.device)
             self._rng_state = self._get_rng()
-        self.optimizer = make_optimizer(config.optimizer, self.model.parameters(), config.lr_at(0))
+        self.optimizer = make_optimizer(config.optimizer, self.model.parameters(), config.lr_at(0),
+                                        config.weight_decay)
         self.step = 0
         self.seconds = 0.0
         self.history: list[StepRecord] = []
         self.evals: list[EvalRecord] = []
         self.halt: Halt | None = None
         self.initial_loss: float | None = None
-        self.state = None  # hidden state carried into the next chunk (detached)
+        self.state = None  # hidden state carried into the next chunk (detached); always None for a Transformer
         self._snapshot = None  # (step, model state, optimizer state) last known good
 
     # -- what pages show --------------------------------------------------------------------------------
@@ -234,6 +302,15 @@ class Trainer:
     @property
     def num_parameters(self) -> int:
         return self.model.num_parameters()
+
+    @property
+    def carries_state(self) -> bool:
+        """Whether a chunk starts from the previous chunk's final state (see TrainConfig.describe)."""
+        return self.config.carries_state
+
+    def describe(self) -> str:
+        """The run in words: the model, its parameter count, and what crosses a chunk boundary."""
+        return f"{self.config.describe()} {self.num_parameters:,} parameters."
 
     @property
     def chars_per_step(self) -> int:
@@ -273,8 +350,8 @@ class Trainer:
             for _ in range(steps):
                 start = time.perf_counter()
                 x, y, starts_epoch = batcher.next_batch()  # (B, T), (B, T)
-                if starts_epoch or config.reset_state:
-                    self.state = None
+                if starts_epoch or not config.carries_state:
+                    self.state = None  # a Transformer, or reset_state: every chunk starts from nothing
                 _, loss, state = model(x, y, self.state)
                 loss_value = loss.item()
                 if self.initial_loss is None and math.isfinite(loss_value):
@@ -456,6 +533,15 @@ def _split(corpus: Corpus, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
 
 STEPS_PER_150_S = 2500  # B 32 × T 64 steps that a 1×256 LSTM takes in about 150 s on 2 cores
 
+# nanoGPT's CPU "baby GPT" (config/train_shakespeare_char.py with its README's CPU overrides): 4 layers, 4 heads,
+# n_embd 128, block 64, batch 12, AdamW 1e-3 (β₂ 0.99, weight decay 0.1), 100 warm-up steps, cosine to 1e-4 at
+# step 2,000, dropout 0, clip 1. nanoGPT's own code reached val 1.906 after 2,000 steps here (~90 s training).
+# Differences: biases on (nanoGPT's char config turns them off) and an untied readout: 818,241 parameters for V = 65.
+# Not yet timed on quiet cores: on a loaded machine, 1 thread, a step took 0.15–0.3 s against 0.1–0.24 s for the
+# 1×256 LSTM preset's (B 32, T 64) in the same run. ``rnnviz train --preset NAME --steps 2000`` is nanoGPT's run.
+BABY_GPT = "Baby GPT (Transformer, nanoGPT's CPU setting)"
+BABY_GPT_MINUTES = 3.0  # wall-time budget for the CLI; the schedule itself ends at step 2,000
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -501,4 +587,22 @@ PRESETS: dict[str, Preset] = {
         ),
     ]
 }
+# Transformer presets: the CLI and the benchmarks take them (ALL_PRESETS). They are kept out of PRESETS, which
+# the live page's preset menu lists, until its widgets can show a Transformer (kind, heads, context, 4 layers):
+# today choosing one there would set a value its Kind radio and Layers slider (1–3) cannot hold.
+TRANSFORMER_PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in [
+        Preset(
+            BABY_GPT,
+            "tiny-shakespeare",
+            TrainConfig(kind="transformer", layers=4, hidden=128, n_head=4, block_size=64, seq_len=64, batch=12,
+                        dropout=0.0, optimizer="adamw", lr=1e-3, warmup_steps=100, lr_decay_steps=2000,
+                        lr_floor=0.1, weight_decay=0.1, clip=1.0, forget_bias=None),
+            BABY_GPT_MINUTES,
+            "nanoGPT's CPU baby GPT: 4 blocks, 4 heads, C = 128, context 64; no state carried between windows.",
+        ),
+    ]
+}
+ALL_PRESETS: dict[str, Preset] = {**PRESETS, **TRANSFORMER_PRESETS}
 DEFAULT_PRESET = "Shakespeare (3 min)"
