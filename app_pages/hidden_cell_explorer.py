@@ -13,10 +13,10 @@ from rnnviz.ui.explorer_choices import (
     WINDOW,
     choose_model,
     choose_text,
-    default_feature,
     ensure_cell,
+    ensure_feature,
 )
-from rnnviz.ui.explorer_sections import colour_by_cell, find_cells, intervene, pattern_search, watch_emerge
+from rnnviz.ui.explorer_sections import PRIME, colour_by_cell, find_cells, intervene, pattern_search, watch_emerge
 from rnnviz.ui.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.widgets import page_header, seed
 
@@ -30,7 +30,7 @@ page_header(
     r"r = \frac{\sum_t (a_t - \bar a)(y_t - \bar y)}{T\,\sigma_a\,\sigma_y}",
 )
 restore_from_link(PAGE, LINK)
-for kept in (LAYER, UNIT, QUANTITY, WINDOW, FEATURE):
+for kept in (LAYER, UNIT, QUANTITY, WINDOW, FEATURE, PRIME):
     # A run that stops early (too short a text) draws none of these widgets, and Streamlit would then drop
     # their state or show their defaults when they come back; assigning them keeps the selection.
     if kept in st.session_state:
@@ -41,9 +41,7 @@ trace_key = (*ex.model_id(model_source), passage)
 cell_trace, rankings, baseline = ex.prepare(trace_key, model_source.model, model_source.vocab, passage, syntax,
                                             seed())
 feature_tracks = ex.tracks_for(passage, syntax)
-if st.session_state.get(FEATURE) not in rankings:
-    st.session_state[FEATURE] = default_feature(rankings, syntax)
-ensure_cell(cell_trace, rankings, st.session_state[FEATURE], passage, feature_tracks)
+ensure_cell(cell_trace, rankings, ensure_feature(rankings, syntax, passage), passage, feature_tracks)
 with st.container(horizontal=True, horizontal_alignment="right"):
     share_link(LINK)
 chosen, window_start, window_end = colour_by_cell(cell_trace, model_source.vocab, passage, feature_tracks)

@@ -24,6 +24,7 @@ BENCHMARKS = [
     "mechanics",
     "live_estimate",
     "live_responsiveness",
+    "memory_recipe",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

@@ -35,6 +35,10 @@ from rnnviz.experiments.cost import (
     run_cost_sweep,
 )
 from rnnviz.experiments.delay import (
+    AT_CHANCE_MARGIN,
+    DEFAULT_RECIPE,
+    DelayRun,
+    DelaySweep,
     DelaySweepConfig,
     matching_hidden,
     parameter_breakdown,
@@ -82,6 +86,43 @@ def test_sizing_choice_and_lecture_defaults():
     assert config.length == 96 and config.delays == (2, 8, 16, 32, 64) and config.seeds >= 3
 
 
+def _finals(config: DelaySweepConfig, delay: int, accuracies: dict[str, list[float]]) -> DelaySweep:
+    """A sweep whose runs end at the given held-out accuracies (one per seed), for the verdict's logic."""
+    runs = [DelayRun(kind, delay, config.base_seed + s, config.hidden_for(kind), 0, (config.steps,), (acc,), (1.0,),
+                     0.0, 0.0) for kind, accs in accuracies.items() for s, acc in enumerate(accs)]
+    return DelaySweep(config, runs)
+
+
+def test_verdict_names_the_leader_only_when_every_seed_agrees_and_who_stayed_at_chance():
+    config = DelaySweepConfig(alphabet=8, delays=(32,))
+    chance = 1 / 8
+    kept = _finals(config, 32, {"rnn": [0.126, 0.129, 0.125], "lstm": [0.33, 0.30, 0.32]}).verdict(32)
+    assert kept.leader == "lstm" and kept.at_chance == ("rnn",) and kept.decisive
+    assert kept.lows["lstm"] == 0.30 and kept.highs["rnn"] == 0.129 and kept.chance == chance
+    assert kept.means["lstm"] == pytest.approx((0.33 + 0.30 + 0.32) / 3)
+    # One RNN seed starts to learn: the LSTM is still ahead on every seed, but the RNN is no longer at chance.
+    started = _finals(config, 32, {"rnn": [0.126, 0.25, 0.13], "lstm": [0.50, 0.49, 0.49]}).verdict(32)
+    assert started.leader == "lstm" and started.at_chance == () and not started.decisive
+    # Overlapping seeds: no leader, whatever the means say.
+    overlap = _finals(config, 32, {"rnn": [0.90, 1.0, 0.99], "lstm": [0.92, 0.93, 0.91]})
+    assert overlap.verdict(32).leader is None and overlap.ahead(32) is None
+    # Both at chance: nobody leads, both are named.
+    lost = _finals(config, 32, {"rnn": [chance, chance + AT_CHANCE_MARGIN, 0.12], "lstm": [0.13, 0.126, 0.125]})
+    assert lost.verdict(32).leader is None and lost.verdict(32).at_chance == ("rnn", "lstm")
+
+
+def test_default_recipe_is_a_cli_sweep_with_flags():
+    """The page's default (its seeded run is tested in test_memory_experiments_page.py) repeats from the CLI."""
+    from rnnviz.experiments.__main__ import _delay_config
+
+    longest = max(DEFAULT_RECIPE.delays)
+    assert longest >= 32 and DEFAULT_RECIPE.seeds >= 3 and DEFAULT_RECIPE.sizing == "params"
+    for kind in ("rnn", "lstm"):
+        args = _parser().parse_args(DEFAULT_RECIPE.cli_command(kind, longest, 0).split()[2:])
+        args.delays = [args.delay]
+        assert _delay_config(args).run_config(kind, longest, 0) == DEFAULT_RECIPE.run_config(kind, longest, 0)
+
+
 @pytest.mark.parametrize(("kwargs", "words"), [
     (dict(delays=(96,)), "between 1 and L − 1"), (dict(delays=()), "at least one delay"),
     (dict(seeds=0), "seed"), (dict(sizing="flops"), "sizing"), (dict(lr=0.0), "learning rate"),
@@ -91,30 +132,71 @@ def test_bad_sweep_settings_are_plain_errors(kwargs, words):
         DelaySweepConfig(**kwargs)
 
 
-def test_sweep_is_fair_and_its_bands_are_the_seed_statistics():
+def test_sweep_is_fair_and_its_bands_are_the_seed_statistics(monkeypatch):
     config = DelaySweepConfig(alphabet=3, length=8, delays=(1, 3), hidden=6, embed_dim=4, steps=4, batch=4,
-                              seeds=3, base_seed=5, eval_batch=16, eval_every=2, kinds=("lstm",))
+                              seeds=3, base_seed=5, eval_batch=16, eval_every=2)
+    assert config.kinds == ("rnn", "lstm")
+    # What each model is fed: every forward pass's inputs (and targets), recorded as the real forward runs.
+    fed: list[tuple[bool, torch.Tensor, torch.Tensor | None]] = []
+    forward = CharModel.forward
+
+    def recording_forward(model, idx, targets=None, state=None):
+        fed.append((model.training, idx.clone(), None if targets is None else targets.clone()))
+        return forward(model, idx, targets, state)
+
+    monkeypatch.setattr(CharModel, "forward", recording_forward)
+    seen = {}
+
+    def on_progress(done, total, run):
+        seen[(run.kind, run.delay, run.seed)] = list(fed)
+        fed.clear()
+        progress.append((done, total))
+
     progress = []
-    sweep = run_delay_sweep(config, lambda done, total, run: progress.append((done, total)))
-    assert progress[-1] == (6, 6) and len(sweep.runs) == 6
+    sweep = run_delay_sweep(config, on_progress)
+    monkeypatch.undo()
+    assert progress[-1] == (12, 12) and len(sweep.runs) == 12
     for delay in (1, 3):
         for seed in (5, 6, 7):
-            rnn, lstm = (config.run_config(k, delay, seed) for k in ("rnn", "lstm"))
-            assert rnn.task == lstm.task and rnn.seed == lstm.seed == seed  # same batches and held-out set
-            assert (rnn.steps, rnn.batch, rnn.lr) == (lstm.steps, lstm.batch, lstm.lr)
-    finals = [r.final_accuracy for r in sweep.select("lstm", 3)]
-    band = sweep.final("lstm")
-    assert band.x == (1, 3)
-    assert band.mean[1] == pytest.approx(sum(finals) / 3) and band.low[1] == min(finals) and band.high[1] == max(finals)
-    curve = sweep.curve("lstm", 1)
-    assert curve.x == (2, 4)
-    assert curve.mean[0] == pytest.approx(sum(r.eval_accuracy[0] for r in sweep.select("lstm", 1)) / 3)
-    (trace,) = delay_sweep_figure(sweep).data
-    assert list(trace.y) == list(band.mean) and list(trace.x) == [1, 3]
-    assert list(trace.error_y.array) == pytest.approx([h - m for h, m in zip(band.high, band.mean)])
+            rnn, lstm = sweep.select("rnn", delay), sweep.select("lstm", delay)
+            assert [r.seed for r in rnn] == [r.seed for r in lstm] == [5, 6, 7]
+            assert (rnn[0].eval_steps, len(rnn[0].train_loss)) == (lstm[0].eval_steps, len(lstm[0].train_loss))
+            batches = {kind: [(x, y) for training, x, y in seen[(kind, delay, seed)] if training]
+                       for kind in ("rnn", "lstm")}
+            held_out = {kind: [x for training, x, _ in seen[(kind, delay, seed)] if not training]
+                        for kind in ("rnn", "lstm")}
+            assert len(batches["rnn"]) == len(batches["lstm"]) == config.steps
+            for (x_rnn, y_rnn), (x_lstm, y_lstm) in zip(batches["rnn"], batches["lstm"]):
+                assert torch.equal(x_rnn, x_lstm) and torch.equal(y_rnn, y_lstm)  # the same batches, in order
+            assert len(held_out["rnn"]) == len(held_out["lstm"]) == len(rnn[0].eval_steps)
+            for x_rnn, x_lstm in zip(held_out["rnn"], held_out["lstm"]):
+                assert torch.equal(x_rnn, x_lstm) and x_rnn.shape == (config.eval_batch, config.length)
+            assert all(torch.equal(x, held_out["rnn"][0]) for x in held_out["rnn"])  # one fixed held-out set
+        # Another seed draws other data: the equalities above could fail.
+        first, other = (seen[("rnn", delay, seed)][0][1] for seed in (5, 6))
+        assert not torch.equal(first, other)
+    for kind in ("rnn", "lstm"):
+        finals = [r.final_accuracy for r in sweep.select(kind, 3)]
+        band = sweep.final(kind)
+        assert band.x == (1, 3)
+        assert band.mean[1] == pytest.approx(sum(finals) / 3)
+        assert band.low[1] == min(finals) and band.high[1] == max(finals)
+        curve = sweep.curve(kind, 1)
+        assert curve.x == (2, 4)
+        assert curve.mean[0] == pytest.approx(sum(r.eval_accuracy[0] for r in sweep.select(kind, 1)) / 3)
+    from rnnviz.figures.experiments import MODEL_NAMES
+
+    traces = {trace.name: trace for trace in delay_sweep_figure(sweep).data}
+    names = {kind: f"{MODEL_NAMES[kind]} (H = {config.hidden_for(kind)})" for kind in ("rnn", "lstm")}
+    assert set(traces) == set(names.values())
+    for kind in ("rnn", "lstm"):
+        trace, band = traces[names[kind]], sweep.final(kind)
+        assert list(trace.y) == list(band.mean) and list(trace.x) == [1, 3]
+        assert list(trace.error_y.array) == pytest.approx([h - m for h, m in zip(band.high, band.mean)])
     # A run of the sweep is the trainer's run with the same config, number for number.
-    alone = train_delayed_copy(config.run_config("lstm", 3, 6))
-    assert sweep.select("lstm", 3)[1].eval_accuracy == tuple(alone.eval_accuracy)
+    for kind in ("rnn", "lstm"):
+        alone = train_delayed_copy(config.run_config(kind, 3, 6))
+        assert sweep.select(kind, 3)[1].eval_accuracy == tuple(alone.eval_accuracy)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from rnnviz.charlm.sample import Intervention, generate
 from rnnviz.interpret.finder import CellId, trace_cells
 from rnnviz.interpret.textfeatures import FEATURES, feature_tracks
 from rnnviz.ui.explorer import held_out_text
+from rnnviz.ui.explorer_sections import short_label
 from rnnviz.ui.models import PRETRAINED_DIR
 from tests.apptest_helpers import open_page, page_text
 
@@ -66,7 +67,7 @@ def test_opens_on_the_python_model_with_a_cell_that_tracks_indentation_or_quotes
     (q_top, unit_top), r_top = max(all_r.items(), key=lambda item: abs(np.nan_to_num(item[1])))
     assert f"**1. layer 0, unit {unit_top}, {q_top}**  \nr = {r_top:+.3f}" in shown
     table = at.dataframe[0].value
-    row = table[table["feature"] == FEATURES[feature].label].iloc[0]
+    row = table[table["feature"] == short_label(feature)].iloc[0]
     assert row["r"] == pytest.approx(r_top, abs=1e-3)
     assert row["clearest cell"] == f"{cell.label}: r = {r:+.3f}"
     # The colouring is of that cell over the window where the feature varies most; hovering a character shows

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from rnnviz.core.cells import lstm_cell, rnn_cell
 from rnnviz.figures.gradients import sci
@@ -138,17 +139,47 @@ def test_the_last_steps_dominate_the_sum():
 # --- Clipping ---------------------------------------------------------------------------------------------
 
 
-def test_clipping_rescales_to_theta_and_keeps_the_direction():
-    """clip_grad_norm_ applies Eq. 8.14: g ← θ g/‖g‖ when ‖g‖ > θ."""
-    params = [torch.nn.Parameter(torch.zeros(3, 4)), torch.nn.Parameter(torch.zeros(5))]
-    gen = torch.Generator().manual_seed(0)
-    for p in params:
-        p.grad = torch.randn(p.shape, generator=gen) * 10
-    raw = gradients.gradient_vector(params)
-    torch.nn.utils.clip_grad_norm_(params, 1.5)
-    clipped = gradients.gradient_vector(params)
-    torch.testing.assert_close(clipped, 1.5 * raw / raw.norm())
-    assert gradients.cosine(raw, clipped) == pytest.approx(1.0, abs=1e-12)
+def _run_and_applied_gradients(config: gradients.ClipConfig, threshold: float | None):
+    """The project's clipping run, and the gradient g each of its SGD steps applied, flattened.
+
+    Recorded by torch's global optimizer step pre-hook, so the run itself is untouched."""
+    applied = []
+
+    def record(optimizer, args, kwargs):
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        applied.append(torch.cat([p.grad.reshape(-1) for p in params]).clone())
+
+    handle = register_optimizer_step_pre_hook(record)
+    try:
+        run = gradients.train_for_clipping(config, threshold)
+    finally:
+        handle.remove()
+    return run, applied
+
+
+def test_the_clipping_run_rescales_to_theta_and_keeps_the_direction():
+    """Eq. 8.14 in train_for_clipping: g ← θ g/‖g‖ when ‖g‖ > θ, and g unchanged otherwise."""
+    config, theta = gradients.ClipConfig(lr=1.0, steps=40), 1.0
+    unclipped, raw = _run_and_applied_gradients(config, None)
+    clipped, applied = _run_and_applied_gradients(config, theta)
+    # Every step of the clipped run applied ‖g‖ ≤ θ: min(‖g‖, θ) of the raw norm it recorded.
+    assert len(applied) == len(clipped.grad_norms) == config.steps
+    norms = np.array([float(g.norm()) for g in applied])
+    assert norms.max() <= theta * (1 + 1e-6)
+    np.testing.assert_allclose(norms, np.minimum(clipped.grad_norms, theta), rtol=1e-5)
+    assert clipped.clipped_steps == int((clipped.grad_norms > theta).sum()) > 0
+    # The unclipped run applied the gradients whose norms it recorded, until the step that blew up.
+    assert len(raw) == unclipped.blew_up_at - 1
+    np.testing.assert_allclose([float(g.norm()) for g in raw], unclipped.grad_norms[: len(raw)], rtol=1e-5)
+    # Both runs are one run until clipping first acts; on that step the clipped run applied θ g/‖g‖ of the
+    # very g the unclipped run applied: the same direction, cos = 1.
+    first = int(np.argmax(clipped.grad_norms > theta))
+    assert first < len(raw) and raw[first].norm() > theta
+    for before in range(first):
+        assert torch.equal(applied[before], raw[before])
+    torch.testing.assert_close(applied[first], theta * raw[first] / raw[first].norm())
+    assert gradients.cosine(raw[first], applied[first]) == pytest.approx(1.0, abs=1e-6)
+    assert clipped.cosine == pytest.approx(1.0, abs=1e-6)
 
 
 def test_unclipped_run_blows_up_and_the_clipped_one_does_not():
@@ -218,16 +249,19 @@ def test_page_shows_the_lecture_numbers_and_follows_sigma_into_the_link():
     at = open_page("app_pages/gradient_decay.py")
     assert not at.exception, [e.value for e in at.exception]
     assert _metric(at, "measured ‖W_hhᴷ v‖ after K = 150") == "1.51·10³"
+    at.segmented_control(key="gradient_decay_section").set_value("clipping").run()  # one section at a time
     assert _metric(at, "cos(raw g, clipped g)") == "1.000"
     assert any("Without clipping, the run blew up" in w.value for w in at.warning)
+    at.segmented_control(key="gradient_decay_section").set_value("lstm").run()
     before = _metric(at, "‖∂h_T/∂h_k‖ at T − k = 150, tanh RNN")
     at.slider(key="gradient_decay_sigma").set_value(0.95).run()
     assert not at.exception
-    assert _metric(at, "measured ‖W_hhᴷ v‖ after K = 150") == "4.56·10⁻⁴"
     assert _metric(at, "‖∂h_T/∂h_k‖ at T − k = 150, tanh RNN") != before
     assert at.query_params["sigma"] == "0.95"  # mirrored into the shareable link
     at.slider(key="gradient_decay_forget_bias").set_value(4.0).run()
     assert float(_metric(at, "mean forget gate f_t")) > 0.95
+    at.segmented_control(key="gradient_decay_section").set_value("powers").run()
+    assert _metric(at, "measured ‖W_hhᴷ v‖ after K = 150") == "4.56·10⁻⁴"
 
 
 def test_page_restores_sigma_and_k_from_a_link_and_rejects_bad_values():

@@ -2,16 +2,17 @@
 model wired to copy a feature, thresholds by brute force, pattern search on constructed activations, ablation
 against a step-by-step run with the unit's state zeroed, and the coloured HTML's escaping."""
 
+import copy
 import html
 import re
 
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from rnnviz.charlm.corpus import Vocab
 from rnnviz.charlm.sample import Intervention, generate
-from rnnviz.charlm.train import sequence_loss
 from rnnviz.core.cells import lstm_cell
 from rnnviz.core.charmodel import CharModel, ModelConfig
 from rnnviz.interpret.colortext import Scale, colored_text_html, rgb, scale_for
@@ -226,6 +227,7 @@ def logits_with_unit_zeroed(model: CharModel, ids: torch.Tensor, layer: int, uni
 @pytest.mark.parametrize("layer", [0, 1])
 def test_ablation_equals_zeroing_the_units_row_of_the_state(layer):
     model = CharModel(ModelConfig(vocab_size=9, kind="lstm", layers=2, hidden=7, embed_dim=4)).eval()
+    before = {name: value.clone() for name, value in model.state_dict().items()}
     ids = torch.randint(0, 9, (30,))
     with torch.no_grad():
         reference = logits_with_unit_zeroed(model, ids, layer, unit=2)
@@ -233,7 +235,10 @@ def test_ablation_equals_zeroing_the_units_row_of_the_state(layer):
         untouched, _, _ = model(ids.view(1, -1))
     torch.testing.assert_close(ablated[0], reference, atol=1e-5, rtol=1e-5)
     assert (untouched[0] - reference).abs().max() > 1e-3  # the unit mattered: the test can tell
-    assert model.rnn.weight_hh_l0.abs().min() >= 0 and model.rnn.weight_hh_l0[:, 2].abs().sum() > 0  # not in place
+    after = model.state_dict()  # not in place: every parameter of every layer, and the readout, as it was
+    assert list(after) == list(before)
+    for name, value in before.items():
+        assert torch.equal(after[name], value), f"ablated_model changed {name} of the model it copied"
 
 
 def test_ablated_model_writes_what_sample_intervention_writes():
@@ -245,16 +250,42 @@ def test_ablated_model_writes_what_sample_intervention_writes():
     assert generate(ablated_model(model, 1, 5), vocab, "the ", 40, temperature=0) == held
 
 
+def logits_with_cell_zeroed(model: CharModel, ids: torch.Tensor, unit: int, quantity: str) -> torch.Tensor:
+    """Reference for a one-layer LSTM: step through cells.py in a copy of the model and zero the unit's row of h_t
+    after every step, or of c_t (then h_t = o_t ⊙ tanh(0) = 0 as well). (T, V)"""
+    copy_ = copy.deepcopy(model)
+    x_all = copy_.inputs(ids.view(1, -1))  # (1, T, D)
+    h, c = torch.zeros(1, copy_.config.hidden), torch.zeros(1, copy_.config.hidden)
+    out = []
+    for t in range(ids.numel()):
+        step = lstm_cell(x_all[:, t], (h, c), copy_.rnn.layer_weights(0))
+        h, c = step.h_t.clone(), step.c_t.clone()
+        if quantity == "c":
+            c[:, unit] = 0.0
+            h = step.o_t * torch.tanh(c)
+        else:
+            h[:, unit] = 0.0
+        out.append(copy_.head(h))
+    return torch.cat(out)
+
+
 def test_importance_is_the_rise_in_loss_of_each_ablated_copy():
-    text = "abcabcabd" * 40
+    text = "abcabcabd" * 40  # 359 predictions: one evaluation stream, the state carried throughout
     vocab = Vocab.from_text(text)
+    torch.manual_seed(0)
     model = CharModel(ModelConfig(vocab_size=vocab.size, hidden=6, embed_dim=3)).eval()
     ids = vocab.encode(text)
     cells = [CellId(0, 1, "c"), CellId(0, 4, "h")]
     base, deltas = ablation_importance(model, ids, cells)
-    assert base == pytest.approx(sequence_loss(model, ids)[0])
-    for cell, delta in zip(cells, deltas):
-        assert delta == pytest.approx(sequence_loss(ablated_model(model, 0, cell.unit), ids)[0] - base)
+    with torch.no_grad():
+        logits, _, _ = model(ids[:-1].view(1, -1))
+        expected_base = F.cross_entropy(logits[0].double(), ids[1:]).item()
+        assert base == pytest.approx(expected_base, rel=1e-6)
+        for cell, delta in zip(cells, deltas):
+            zeroed = logits_with_cell_zeroed(model, ids[:-1], cell.unit, cell.quantity)
+            expected = F.cross_entropy(zeroed.double(), ids[1:]).item() - expected_base
+            assert abs(expected) > 1e-3  # the cell matters to the loss, so a wrong delta shows
+            assert delta == pytest.approx(expected, rel=1e-4, abs=1e-6)
 
 
 # --- coloured text ---------------------------------------------------------------------------------------
@@ -281,8 +312,8 @@ def test_colour_scale_ends_and_centre():
     scale = Scale(0.0, 0.5, 1.0)
     assert scale.position(1.0) == 1.0 and scale.position(0.5) == 0.0 and scale.position(-3.0) == -1.0
     assert rgb(0.0) == (247, 247, 247) and rgb(1.0) == (178, 24, 43) and rgb(-1.0) == (33, 102, 172)
-    assert scale_for("c", np.array([-3.0, 2.0, 1.0])) == Scale(-3.0, -0.5, 2.0)
-    assert scale_for("f", np.array([0.2])) == Scale(0.0, 0.5, 1.0)
+    assert scale_for("c", np.array([-3.0, 2.0, 1.0])) == Scale(-3.0, 0.0, 3.0)  # centred on 0, symmetric
+    assert scale_for("f", np.array([0.2])) == Scale(0.0, 0.5, 1.0, sequential=True)
 
 
 def test_explorer_figures_carry_the_numbers_they_are_given():

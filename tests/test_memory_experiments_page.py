@@ -1,10 +1,12 @@
 """The Memory experiments page in AppTest, with its quick settings: each tab runs and shows measured numbers."""
 
+import dataclasses
 import re
 
 import pytest
 
-from rnnviz.experiments.delay import DelaySweepConfig, run_copy
+from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, ConditioningConfig, run_conditioning
+from rnnviz.experiments.delay import AT_CHANCE_MARGIN, DEFAULT_RECIPE, run_copy
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/memory_experiments.py"
@@ -37,12 +39,63 @@ def test_delay_sweep_runs_quick_and_shows_its_measurements(page):
     # The run the page prints as a command is the engine's run with those settings, number for number.
     command = at.code[0].value
     assert command.startswith("rnnviz experiments delay --model lstm --delay 8 --length 24")
-    config = DelaySweepConfig(alphabet=4, length=24, delays=(8,), steps=40)
+    config = dataclasses.replace(DEFAULT_RECIPE, alphabet=4, length=24, delays=(8,), steps=40)
     seed = int(re.search(r"--seed (\d+)", command).group(1))
     alone = run_copy(config.run_config("lstm", 8, seed))
     last = runs.iloc[-1]
     assert last["final held-out accuracy"] == round(alone.final_accuracy, 4)
     assert len(at.get("plotly_chart")) == 2
+
+
+def test_delay_default_is_the_measured_recipe_and_the_short_run_says_it_cannot_compare(page):
+    toggle = page.toggle(key="memory_delay_quick")
+    assert toggle.label == "A first look (too short to compare)" and not toggle.value
+    shown = {
+        "alphabet": page.number_input(key="memory_delay_alphabet").value,
+        "length": page.number_input(key="memory_delay_length").value,
+        "delays": tuple(int(d) for d in page.text_input(key="memory_delay_delays").value.split(",")),
+        "sizing": page.radio(key="memory_delay_sizing").value,
+        "hidden": page.select_slider(key="memory_delay_hidden").value,
+        "seeds": page.slider(key="memory_delay_seeds").value,
+        "steps": page.select_slider(key="memory_delay_steps").value,
+        "batch": page.select_slider(key="memory_delay_batch").value,
+        "lr": page.select_slider(key="memory_delay_lr").value,
+        "forget_bias": page.selectbox(key="memory_delay_forget").value,
+    }
+    assert shown == {name: getattr(DEFAULT_RECIPE, name) for name in shown}
+    at = toggle.set_value(True).run()
+    assert at.select_slider(key="memory_delay_steps").value == 40
+    assert any("do not read a winner" in c.value for c in at.caption)
+    at = at.toggle(key="memory_delay_quick").set_value(False).run()  # back to the recipe, every field
+    assert at.text_input(key="memory_delay_delays").value == page.text_input(key="memory_delay_delays").value
+    assert at.select_slider(key="memory_delay_steps").value == DEFAULT_RECIPE.steps
+
+
+def test_delay_default_shows_the_lstm_keeping_the_long_delay_the_rnn_loses(page):
+    """The default's verdict from a seeded run, at a smaller faithful scale: the recipe's task, models, batch,
+    learning rate, b_f and seeds at its longest delay, with a quarter of its steps (about 8 s of CPU)."""
+    longest = max(DEFAULT_RECIPE.delays)
+    page.text_input(key="memory_delay_delays").set_value(str(longest))
+    at = page.select_slider(key="memory_delay_steps").set_value(DEFAULT_RECIPE.steps // 4).run()
+    at.button(key="memory_delay_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    runs = at.dataframe[1].value
+    assert sorted(runs["seed"].unique()) == list(range(DEFAULT_RECIPE.seeds))
+    chance = 1 / DEFAULT_RECIPE.alphabet
+    rnn = runs[runs["model"] == "vanilla RNN"].set_index("seed")["final held-out accuracy"]
+    lstm = runs[runs["model"] == "LSTM"].set_index("seed")["final held-out accuracy"]
+    assert (rnn <= chance + AT_CHANCE_MARGIN).all(), rnn  # the RNN at chance on every seed
+    assert (lstm > 1.5 * chance).all(), lstm  # the LSTM well above chance on every seed
+    assert lstm.min() > rnn.max()
+    text = page_text(at)
+    line = re.search(rf"D = {longest}: vanilla RNN ([0-9.]+), LSTM ([0-9.]+) — LSTM ahead on every seed \(its worst "
+                     r"seed ([0-9.]+) against the vanilla RNN's best ([0-9.]+)\); the vanilla RNN stays at chance "
+                     rf"\(1/{DEFAULT_RECIPE.alphabet}\) on every seed", text.replace("**", ""))
+    assert line, text
+    assert [float(g) for g in line.groups()] == pytest.approx([rnn.mean(), lstm.mean(), lstm.min(), rnn.max()],
+                                                              abs=0.006)
+    (success,) = at.success
+    assert success.value.startswith(f"At D = {longest} the LSTM keeps part of the delay that the vanilla RNN loses")
 
 
 def test_bad_delays_give_a_plain_error(page):
@@ -74,9 +127,29 @@ def test_conditioning_runs_quick_and_shows_both_variants(page):
     at = page.toggle(key="memory_cond_quick").set_value(True).run()
     at.button(key="memory_cond_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
+    # The engine's run with the settings the page shows (its quick setting), number for number.
+    config = ConditioningConfig(
+        styles=tuple(at.multiselect(key="memory_cond_styles").value), kind=at.selectbox(key="memory_cond_kind").value,
+        hidden=at.select_slider(key="memory_cond_hidden").value, steps=at.select_slider(key="memory_cond_steps").value,
+        seed=int(at.number_input(key="seed").value),
+        samples=16, val_lines=64, max_chars=60_000,
+    )
+    assert (config.hidden, config.steps) == (32, 30)
+    alone = run_conditioning(config)
     table = at.dataframe[-1].value
-    assert list(table["variant"]) == ["v at every step"] * 2 + ["v only in h₀"] * 2
-    assert list(table["style"]) == ["Python code", "English docs"] * 2
-    assert (table["val loss, right v"] > 0).all()
-    assert len(at.code) == 4  # samples: 2 styles × 2 variants
+    rows = [(name, s) for name in VARIANTS for s in range(len(config.styles))]
+    assert list(table["variant"]) == [VARIANTS[name] for name, _ in rows]
+    assert list(table["style"]) == [STYLE_LABELS[config.styles[s]] for _, s in rows]
+    for (name, s), (_, shown) in zip(rows, table.iterrows()):
+        variant = alone.variants[name]
+        assert shown["val loss, right v"] == round(variant.right_loss[s], 3)
+        assert shown["val loss, wrong v"] == round(variant.wrong_loss[s], 3)
+        assert shown["samples in the right style"] == f"{variant.classified[s]:.0%}"
+        assert shown["samples that emit <END>"] == f"{variant.ended[s]:.0%}"
+    expected_samples = ["\n".join(alone.variants[name].shown[s]) or "(empty lines)"
+                        for s in range(len(config.styles)) for name in VARIANTS]  # style by style, both variants
+    assert [c.value for c in at.code][-len(expected_samples):] == expected_samples
+    parameters = {m.label: m.proto.help for m in at.metric if m.label.startswith("Time, ")}
+    for name, variant in alone.variants.items():
+        assert f"{variant.parameters:,} parameters" in parameters[f"Time, {VARIANTS[name]}"]
     assert len(at.get("plotly_chart")) == 2

@@ -8,12 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from rnnviz.figures import PALETTE, house_style
-from rnnviz.interpret.colortext import NEGATIVE, POSITIVE, Scale, visible_char
-
-
-def _colorscale(scale: Scale) -> list[list]:
-    """Plotly's version of the text's blue–white–red scale, so both read alike."""
-    return [[0.0, f"rgb{NEGATIVE}"], [0.5, "rgb(247, 247, 247)"], [1.0, f"rgb{POSITIVE}"]]
+from rnnviz.interpret.colortext import Scale, visible_char
 
 
 def _char_labels(text: str) -> list[str]:
@@ -31,7 +26,8 @@ def heatmap_figure(
 ) -> go.Figure:
     """Units (rows, in the given order) × characters (columns) of one quantity over a window of the text.
 
-    ``block`` is (T_window, H) for the whole layer; ``units`` picks and orders its rows.
+    ``block`` is (T_window, H) for the whole layer; ``units`` picks and orders its rows. The colours are the
+    coloured text's (``scale``): diverging with white at 0 for signed values, sequential 0…1 for gates.
     """
     z = np.asarray(block)[:, list(units)].T  # (K, T_window)
     positions = np.arange(offset, offset + z.shape[1])
@@ -39,7 +35,7 @@ def heatmap_figure(
     custom = np.broadcast_to(chars, z.shape)
     fig = go.Figure(go.Heatmap(
         z=np.round(z, 4), x=positions, y=[f"unit {u}" for u in units], customdata=custom,
-        colorscale=_colorscale(scale), zmin=scale.low, zmax=scale.high, zmid=scale.centre,
+        colorscale=scale.plotly_colorscale(), zmin=scale.low, zmax=scale.high,
         colorbar=dict(title=dict(text=quantity), thickness=14),
         hovertemplate="%{y} at position %{x} ('%{customdata}'): %{z:.4f}<extra></extra>",
     ))

@@ -41,9 +41,9 @@ def _log_axis(fig: go.Figure, title: str, **where) -> None:
     fig.update_yaxes(type="log", title_text=title, exponentformat="power", **where)
 
 
-def power_figure(curves: list[PowerCurve], highlight: float) -> go.Figure:
+def power_figure(curves: list[PowerCurve], highlight: float, height: int = 460) -> go.Figure:
     """‖W_hh^k v‖ against k for each σ₁, measured (solid) beside the theory σ₁^k (dashed, drawn on top so that
-    it stays visible where the two coincide)."""
+    it stays visible where the two coincide). The legend names each σ₁ once; the dashed lines share one entry."""
     fig = go.Figure()
     fig.add_hline(y=1, line=dict(color=PALETTE["muted"], width=1), annotation_text="‖v‖ = 1",
                   annotation_position="bottom left")
@@ -53,12 +53,13 @@ def power_figure(curves: list[PowerCurve], highlight: float) -> go.Figure:
         colour = PALETTE["measured"] if chosen else next(others)
         label = f"σ₁ = {curve.sigma:.2f}"
         fig.add_trace(go.Scatter(
-            x=curve.k, y=_positive(curve.measured), mode="lines", name=f"{label}: measured ‖W_hhᵏ v‖",
+            x=curve.k, y=_positive(curve.measured), mode="lines", name=f"{label}, measured",
             line=dict(color=colour, width=4 if chosen else 2.5),
             hovertemplate="k = %{x}<br>‖W_hhᵏ v‖ = %{y:.3g}<extra>measured</extra>",
         ))
         fig.add_trace(go.Scatter(
-            x=curve.k, y=_positive(curve.theory), mode="lines", name=f"{label}: theory σ₁ᵏ",
+            x=curve.k, y=_positive(curve.theory), mode="lines", name="theory σ₁ᵏ", legendgroup="theory",
+            showlegend=chosen, legendrank=2000,
             line=dict(color="#222222" if chosen else "#666666", dash="dash", width=2 if chosen else 1.5),
             hovertemplate="k = %{x}<br>σ₁ᵏ = %{y:.3g}<extra>theory</extra>",
         ))
@@ -70,12 +71,12 @@ def power_figure(curves: list[PowerCurve], highlight: float) -> go.Figure:
                                    font=dict(color=colour))
     fig.update_xaxes(title_text="k, the number of multiplications by W_hh")
     _log_axis(fig, "‖W_hhᵏ v‖ (log scale)")
-    house_style(fig, height=460)
-    fig.update_layout(title="Repeated multiplication: measured (solid) and theory σ₁ᵏ (dashed)")
+    house_style(fig, height=height)
+    fig.update_layout(legend=dict(orientation="h", y=-0.2, x=0, xanchor="left"), margin=dict(t=20))
     return fig
 
 
-def decay_figure(curves: DecayCurves, sigma: float, cell: CellPath | None = None) -> go.Figure:
+def decay_figure(curves: DecayCurves, sigma: float, cell: CellPath | None = None, height: int = 460) -> go.Figure:
     """‖∂h_T/∂h_k‖ against T − k for the real tanh RNN.
 
     Without ``cell``: beside W_hh alone (tanh′ ≡ 1) and the theory σ₁^(T−k), dashed. With ``cell``: beside
@@ -98,8 +99,8 @@ def decay_figure(curves: DecayCurves, sigma: float, cell: CellPath | None = None
         ))
     fig.update_xaxes(title_text="T − k, steps back from T")
     _log_axis(fig, "gradient norm (log scale)")
-    house_style(fig, height=460)
-    fig.update_layout(legend=dict(orientation="h", y=-0.2, x=0, xanchor="left"))
+    house_style(fig, height=height)
+    fig.update_layout(legend=dict(orientation="h", y=-0.2, x=0, xanchor="left"), margin=dict(t=20))
     return fig
 
 
@@ -132,7 +133,7 @@ def decay_sentence(curves: DecayCurves, sigma: float) -> str:
     return sentence
 
 
-def tanh_prime_figure(values: np.ndarray) -> go.Figure:
+def tanh_prime_figure(values: np.ndarray, height: int = 360) -> go.Figure:
     """Histogram of every tanh′(a_t) met on the forward run, with its mean marked."""
     mean = float(values.mean())
     fig = go.Figure(go.Histogram(
@@ -144,12 +145,12 @@ def tanh_prime_figure(values: np.ndarray) -> go.Figure:
                   annotation_font=dict(color=PALETTE["highlight"]))
     fig.update_xaxes(title_text="tanh′(a_t) = 1 − h_t²", range=[0, 1.02])
     fig.update_yaxes(title_text="count (units × steps)")
-    house_style(fig, height=360)
-    fig.update_layout(showlegend=False, bargap=0.05)
+    house_style(fig, height=height)
+    fig.update_layout(showlegend=False, bargap=0.05, margin=dict(t=30))
     return fig
 
 
-def contributions_figure(result: Contributions, log: bool = True) -> go.Figure:
+def contributions_figure(result: Contributions, log: bool = True, height: int = 380) -> go.Figure:
     """The contribution of each step t to ∂L_T/∂W_hh, as bars over t."""
     fig = go.Figure(go.Bar(
         x=result.t, y=_positive(result.norms) if log else result.norms, marker_color=PALETTE["measured"],
@@ -160,7 +161,7 @@ def contributions_figure(result: Contributions, log: bool = True) -> go.Figure:
         _log_axis(fig, "‖∂L_T/∂W_hh from step t‖ (log scale)")
     else:
         fig.update_yaxes(title_text="‖∂L_T/∂W_hh from step t‖")
-    house_style(fig, height=380)
+    house_style(fig, height=height)
     fig.update_layout(showlegend=False, bargap=0.1)
     return fig
 
@@ -193,9 +194,12 @@ def _clip_panel(run: ClipRun, col: int, threshold: float, total_steps: int) -> t
     ]
     if run.blew_up_at is not None:
         finite = [v for v in run.grad_norms if math.isfinite(v)]
+        # Below the marker, on the side with more room: the marker sits at the top of the panel, under its
+        # title, and near a panel's right edge a label to the right would run into the other panel.
+        side = "right" if run.blew_up_at <= total_steps / 2 else "left"
         traces.append(go.Scatter(
-            x=[run.blew_up_at], y=[max(finite) if finite else 1.0], mode="markers+text",
-            text=[f"inf/NaN at step {run.blew_up_at}"], textposition="middle right",
+            x=[run.blew_up_at], y=[max(finite) if finite else 1.0], mode="markers+text", cliponaxis=False,
+            text=[f"inf/NaN at step {run.blew_up_at}"], textposition=f"bottom {side}",
             marker=dict(symbol="x", size=16, color=PALETTE["input"]), textfont=dict(color=PALETTE["input"]),
             showlegend=False, hoverinfo="skip", xaxis=_ref(top, "x"), yaxis=_ref(top, "y"),
         ))
@@ -217,7 +221,8 @@ def _layout_key(n: int, letter: str) -> str:
     return f"{letter}axis" if n == 1 else f"{letter}axis{n}"
 
 
-def clipping_figure(unclipped: ClipRun, clipped: ClipRun, threshold: float, steps: int) -> go.Figure:
+def clipping_figure(unclipped: ClipRun, clipped: ClipRun, threshold: float, steps: int, height: int = 580
+                     ) -> go.Figure:
     """Gradient norm and loss per SGD step, without clipping (left) and with clipping at θ (right).
 
     The gradient-norm row shares one log axis, so the two runs compare at a glance; each loss panel takes
@@ -247,6 +252,6 @@ def clipping_figure(unclipped: ClipRun, clipped: ClipRun, threshold: float, step
                    showarrow=False, font=dict(size=FONT_SIZE))
               for text, (x0, x1) in zip(("without clipping", f"with clipping at θ = {threshold:g}"), columns)]
     fig = go.Figure(data=traces, layout=dict(annotations=titles, **layout))
-    house_style(fig, height=580)
-    fig.update_layout(legend=dict(orientation="h", y=1.14, x=1, xanchor="right"))
+    house_style(fig, height=height)
+    fig.update_layout(legend=dict(orientation="h", y=-0.14, x=0, xanchor="left", yanchor="top"))
     return fig

@@ -86,25 +86,45 @@ def chunk_figure(length: int, chunk: int, delay: int, position: int, reach: np.n
     return fig
 
 
+LABEL_BACKGROUND = "rgba(255, 255, 255, 0.85)"
+
+
+def _label_shifts(ks: Sequence[int], span: float, min_gap: float = 0.09) -> list[int]:
+    """How far (px) above its point each value label sits: labels closer than ``min_gap`` of the axis span to
+    the previous one take turns between two heights, so that neighbours never overlap."""
+    shifts, raised = [], False
+    for i, k in enumerate(ks):
+        raised = (not raised) if i and (k - ks[i - 1]) / span < min_gap else False
+        shifts.append(30 if raised else 10)
+    return shifts
+
+
 def sweep_figure(runs: Sequence[ChunkRun], delay: int, chance: float) -> go.Figure:
-    """Held-out accuracy against the chunk length K, with the delay D and chance marked."""
+    """Held-out accuracy against the chunk length K, with the delay D and chance marked.
+
+    Each value is written above its point on a white ground, so that the D line passing behind it cannot
+    strike it through; the D label sits low, where no accuracy falls (below chance).
+    """
     runs = sorted(runs, key=lambda r: r.chunk)
     ks = [r.chunk for r in runs]
     acc = [r.accuracy for r in runs]
     colours = [PALETTE["hidden"] if k > delay else PALETTE["input"] for k in ks]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=ks, y=acc, mode="lines+markers+text", text=[f"{a:.2f}" for a in acc],
-                             textposition="top right", line=dict(color=PALETTE["measured"], width=2),
+    fig.add_trace(go.Scatter(x=ks, y=acc, mode="lines+markers", line=dict(color=PALETTE["measured"], width=2),
                              marker=dict(size=13, color=colours), name="held-out accuracy",
                              hovertemplate="K = %{x}<br>accuracy %{y:.3f}<extra></extra>"))
-    fig.add_vline(x=delay, line=dict(color=PALETTE["highlight"], width=2, dash="dash"),
-                  annotation_text=f"D = {delay}", annotation_position="top left")
+    low, high = min(ks + [delay]), max(ks + [delay])
+    pad = 0.08 * (high - low + 1)  # room for the first and the last label
+    for k, a, shift in zip(ks, acc, _label_shifts(ks, high - low + 3 * pad)):
+        fig.add_annotation(x=k, y=a, text=f"{a:.2f}", showarrow=False, yanchor="bottom", yshift=shift,
+                           bgcolor=LABEL_BACKGROUND, borderpad=1, font=dict(size=FONT_SIZE - 2))
+    fig.add_vline(x=delay, line=dict(color=PALETTE["highlight"], width=2, dash="dash"))
+    fig.add_annotation(x=delay, y=0.04, text=f"D = {delay}", showarrow=False, xanchor="left", xshift=4,
+                       yanchor="bottom", bgcolor=LABEL_BACKGROUND, font=dict(color=PALETTE["highlight"]))
     fig.add_hline(y=chance, line=dict(color=PALETTE["theory"], width=1.5, dash="dot"),
                   annotation_text=f"chance {chance:.2f}", annotation_position="bottom right")
-    pad = 0.08 * (max(ks + [delay]) - min(ks + [delay]) + 1)  # room for the last label
-    fig.update_xaxes(title="chunk length K", tickmode="array", tickvals=ks,
-                     range=[min(ks + [delay]) - pad, max(ks + [delay]) + 2 * pad])
-    fig.update_yaxes(title="accuracy on held-out sequences", range=[0, 1.15])
+    fig.update_xaxes(title="chunk length K", tickmode="array", tickvals=ks, range=[low - pad, high + 2 * pad])
+    fig.update_yaxes(title="accuracy on held-out sequences", range=[0, 1.22])
     fig.update_layout(title="Accuracy after training, for each chunk length K", showlegend=False)
     house_style(fig, height=380)
     return fig

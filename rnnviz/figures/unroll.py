@@ -136,16 +136,29 @@ def unrolled_figure(result: UnrollResult) -> go.Figure:
     return fig
 
 
+BAR_LABEL_SIZE = FONT_SIZE - 3
+UPRIGHT_LABELS_UP_TO = 7  # steps; with more bars (on half the page's width) the labels stand on end
+
+
 def step_contributions_figure(result: UnrollResult) -> go.Figure:
-    """Bars of ‖∂L/∂W_hh|_t‖_F for t = 1 … T: how much each step's use of the shared W adds to its gradient."""
+    """Bars of ‖∂L/∂W_hh|_t‖_F for t = 1 … T: how much each step's use of the shared W adds to its gradient.
+
+    Every bar's value is printed above it at one size (plotly would shrink each label to its bar's width, so
+    that some read smaller than others), upright for a few bars and on end for many, with the y axis raised
+    to leave them room.
+    """
     steps = np.arange(1, result.config.steps + 1)
     norms = result.step_grad_norms
+    upright = len(steps) <= UPRIGHT_LABELS_UP_TO
     fig = go.Figure(go.Bar(
         x=steps, y=norms, marker_color=PALETTE["weight"], text=[f"{v:.3g}" for v in norms], textposition="outside",
+        textangle=0 if upright else -90, textfont=dict(size=BAR_LABEL_SIZE), constraintext="none", cliponaxis=False,
         hovertemplate="step %{x}<br>‖∂L/∂W_hh|_t‖_F = %{y:.4g}<extra></extra>",
     ))
+    top = float(np.max(norms)) if len(norms) and np.max(norms) > 0 else 1.0
     fig.update_xaxes(title="step t", tickmode="linear", dtick=1)
-    fig.update_yaxes(title="‖∂L/∂W<sub>hh</sub>|<sub>t</sub>‖<sub>F</sub>", rangemode="tozero")
+    fig.update_yaxes(title="‖∂L/∂W<sub>hh</sub>|<sub>t</sub>‖<sub>F</sub>", range=[0, top * (1.2 if upright else 1.45)])
+    fig.update_layout(uniformtext=dict(minsize=BAR_LABEL_SIZE, mode="show"))
     fig.update_layout(title="Per-step contributions to the gradient of the shared W<sub>hh</sub>")
     house_style(fig, height=340)
     return fig

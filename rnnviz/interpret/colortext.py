@@ -1,4 +1,12 @@
-"""Text coloured by one cell's activation, as safe HTML: one span per character on a diverging scale.
+"""Text coloured by one cell's activation, as safe HTML: one span per character.
+
+Two kinds of colour scale, so that a colour always means the same thing:
+
+- **diverging**, for values with a sign (h_t, c_t, and the candidates g_t and n_t): white at exactly 0,
+  blue below, red above, symmetric about 0, so that red always means positive and equal depths of colour
+  mean equal sizes;
+- **sequential**, for the gates (i, f, o, r, z), which live in 0…1: white at 0 (closed) to dark green at 1
+  (open).
 
 Safety: every character and every tooltip goes through ``html.escape``, and the only markup is built here
 from numbers (the rgb() colours, positions and font sizes), so a text can never inject markup or script.
@@ -15,12 +23,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# A blue–white–red diverging scale (ColorBrewer RdBu ends): below the centre blue, above it red.
+# A blue–white–red diverging scale (ColorBrewer RdBu ends): below 0 blue, above it red.
 NEGATIVE = (33, 102, 172)
 CENTRE = (247, 247, 247)
 POSITIVE = (178, 24, 43)
+# A white–green sequential scale (ColorBrewer Greens: its lightest, middle and darkest classes).
+SEQUENTIAL = ((247, 252, 245), (116, 196, 118), (0, 68, 27))
 TEXT_DARK, TEXT_LIGHT = (34, 34, 34), (255, 255, 255)
 WHITESPACE_GLYPH = (140, 140, 140)
+
+GATES = ("i", "f", "o", "r", "z")  # values in 0…1
+BOUNDED = ("h", "g", "n")  # tanh outputs (or a mix of them) in −1…1, unless a ReLU RNN goes beyond
 
 VISIBLE = {" ": "·", "\t": "→", "\n": "↵"}
 NAMED = {" ": "space", "\t": "tab", "\n": "newline"}
@@ -28,49 +41,81 @@ NAMED = {" ": "space", "\t": "tab", "\n": "newline"}
 
 @dataclass(frozen=True)
 class Scale:
-    """A diverging colour scale: ``low`` is full blue, ``centre`` white, ``high`` full red."""
+    """A colour scale from ``low`` through ``centre`` to ``high``.
+
+    Diverging (the default): ``low`` full blue, ``centre`` white, ``high`` full red. Sequential: ``low``
+    white through ``centre`` (the middle shade) to ``high`` dark green.
+    """
 
     low: float
     centre: float
     high: float
+    sequential: bool = False  # one hue from low to high, for values that have no sign (the gates)
 
     def __post_init__(self):
         if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.centre < self.high):
             raise ValueError(f"a scale needs low < centre < high, got {self.low}, {self.centre}, {self.high}")
 
     def position(self, value: float) -> float:
-        """−1 at low (or below), 0 at the centre, +1 at high (or above)."""
+        """Diverging: −1 at low (or below), 0 at the centre, +1 at high (or above). Sequential: 0 at low (or
+        below) to 1 at high (or above)."""
+        if self.sequential:
+            if not math.isfinite(value):
+                return 0.0
+            return min(max((value - self.low) / (self.high - self.low), 0.0), 1.0)
         if not math.isfinite(value):
             return 0.0
         if value >= self.centre:
             return min((value - self.centre) / (self.high - self.centre), 1.0)
         return max((value - self.centre) / (self.centre - self.low), -1.0)
 
+    def colour(self, value: float) -> tuple[int, int, int]:
+        """The colour of a value."""
+        position = self.position(value)
+        return sequential_rgb(position) if self.sequential else rgb(position)
 
-def scale_for(quantity: str, values: np.ndarray) -> Scale:
-    """The colour range of a quantity: gates (0, 1) centred on 0.5, h and candidates (−1, 1) centred on 0.
+    def plotly_colorscale(self) -> list[list]:
+        """The same scale as plotly's ``colorscale`` (from zmin = low to zmax = high)."""
+        if self.sequential:
+            return [[0.0, f"rgb{SEQUENTIAL[0]}"], [0.5, f"rgb{SEQUENTIAL[1]}"], [1.0, f"rgb{SEQUENTIAL[2]}"]]
+        middle = (self.centre - self.low) / (self.high - self.low)
+        return [[0.0, f"rgb{NEGATIVE}"], [middle, f"rgb{CENTRE}"], [1.0, f"rgb{POSITIVE}"]]
 
-    The cell state c_t is unbounded and often sits far from 0 (a counter may run from −30 to 0), so it
-    is coloured over its own range in the text, from its minimum (blue) through the midpoint (white) to its
-    maximum (red); the legend prints the three numbers.
+
+def scale_for(quantity: str, values: np.ndarray, percentile: float = 100.0) -> Scale:
+    """The colour scale of a quantity.
+
+    Gates (i, f, o, r, z): sequential over 0…1. Everything with a sign: diverging, centred on 0 and
+    symmetric, so that red means positive and blue negative. h_t and the candidates g_t, n_t span at least
+    −1…1 (tanh's range); the cell state c_t is unbounded (a counter may run from −30 to 0), so its scale
+    reaches ± its largest |value| in ``values`` (or that ``percentile`` of |value|, for many cells at once,
+    where a few extreme ones would otherwise wash out the rest; values beyond it take the end colours).
     """
-    if quantity in ("i", "f", "o", "r", "z"):
-        return Scale(0.0, 0.5, 1.0)
-    if quantity in ("h", "g", "n"):
-        return Scale(-1.0, 0.0, 1.0)
+    if quantity in GATES:
+        return Scale(0.0, 0.5, 1.0, sequential=True)
     finite = np.asarray(values, dtype=np.float64)
     finite = finite[np.isfinite(finite)]
-    low, high = (float(finite.min()), float(finite.max())) if finite.size else (-1.0, 1.0)
-    if high - low < 1e-6:
-        low, high = low - 1.0, high + 1.0
-    return Scale(low, 0.5 * (low + high), high)
+    largest = float(np.percentile(np.abs(finite), percentile)) if finite.size else 0.0
+    if quantity in BOUNDED:
+        largest = max(largest, 1.0)
+    if largest < 1e-6:
+        largest = 1.0
+    return Scale(-largest, 0.0, largest)
 
 
 def rgb(position: float) -> tuple[int, int, int]:
-    """The colour at a scale position in [−1, 1]."""
+    """The diverging colour at a scale position in [−1, 1]."""
     end = POSITIVE if position >= 0 else NEGATIVE
     w = min(abs(position), 1.0)
     return tuple(int(round(c + (e - c) * w)) for c, e in zip(CENTRE, end))
+
+
+def sequential_rgb(position: float) -> tuple[int, int, int]:
+    """The sequential colour at a scale position in [0, 1]."""
+    w = min(max(position, 0.0), 1.0)
+    start, end = (SEQUENTIAL[0], SEQUENTIAL[1]) if w <= 0.5 else (SEQUENTIAL[1], SEQUENTIAL[2])
+    w = 2 * w if w <= 0.5 else 2 * w - 1
+    return tuple(int(round(c + (e - c) * w)) for c, e in zip(start, end))
 
 
 def _text_colour(background: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -126,7 +171,7 @@ def colored_text_html(
         'line-height:1.55;white-space:pre-wrap;word-break:break-all">'
     ]
     for t, ch in enumerate(text):
-        background = rgb(scale.position(float(values[t])))
+        background = scale.colour(float(values[t]))
         foreground = WHITESPACE_GLYPH if (ch in VISIBLE and _text_colour(background) == TEXT_DARK) \
             else _text_colour(background)
         title = f' title="{html.escape(tooltips[t], quote=True)}"' if tooltips is not None else ""
@@ -138,20 +183,37 @@ def colored_text_html(
     return "".join(parts)
 
 
-def legend_html(scale: Scale, label: str, steps: int = 11) -> str:
-    """A colour bar from ``scale.low`` to ``scale.high`` with the three values written under it."""
+def number(value: float) -> str:
+    """A value as the legend prints it: three significant digits, a true minus sign, 0 as "0"."""
+    return "0" if value == 0 else f"{value:.3g}".replace("-", "−")
+
+
+def legend_html(scale: Scale, label: str, steps: int = 11, observed: tuple[float, float] | None = None) -> str:
+    """A colour bar from ``scale.low`` to ``scale.high`` with the three values written under it.
+
+    ``observed`` (min, max) adds the range the values actually take, so that a scale of ±3.45 whose values
+    never rise above 0.473 says so.
+    """
+    positions = np.linspace(0.0, 1.0, steps) if scale.sequential else np.linspace(-1.0, 1.0, steps)
+    colour = sequential_rgb if scale.sequential else rgb
     swatches = "".join(
-        f'<span style="display:inline-block;width:22px;height:14px;background:rgb{rgb(p)}"></span>'
-        for p in np.linspace(-1.0, 1.0, steps)
+        f'<span style="display:inline-block;width:22px;height:14px;background:rgb{colour(p)}"></span>'
+        for p in positions
     )
     width = 22 * steps
     numbers = (
         f'<div style="display:flex;justify-content:space-between;width:{width}px;font-size:13px">'
-        f"<span>{scale.low:.3g}</span><span>{scale.centre:.3g}</span><span>{scale.high:.3g}</span></div>"
+        f"<span>{number(scale.low)}</span><span>{number(scale.centre)}</span><span>{number(scale.high)}</span></div>"
     )
+    meaning = ("white 0 (closed) to dark green 1 (open)" if scale.sequential
+               else "white exactly 0, red positive, blue negative")
+    if observed is not None and all(math.isfinite(v) for v in observed):
+        meaning += f"; in this text from {number(observed[0])} to {number(observed[1])}"
     return (
         f'<div style="margin:4px 0 8px 0"><div style="font-size:13px">{html.escape(label)}</div>'
-        f'<div style="line-height:0">{swatches}</div>{numbers}</div>'
+        '<div style="display:flex;align-items:flex-start;gap:14px">'
+        f'<div><div style="line-height:0">{swatches}</div>{numbers}</div>'
+        f'<div style="font-size:13px;color:rgb(90,90,90)">{html.escape(meaning)}</div></div></div>'
     )
 
 

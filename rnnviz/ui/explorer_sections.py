@@ -1,6 +1,7 @@
 """The Hidden-cell explorer's five sections, each one function that draws it from the trace and the rankings."""
 
 import html
+import re
 
 import numpy as np
 import streamlit as st
@@ -21,9 +22,11 @@ from rnnviz.interpret.textfeatures import FEATURES, first_run
 from rnnviz.ui import explorer as ex
 from rnnviz.ui.explorer_choices import (
     FEATURE,
+    FEATURE_SWITCHED,
     IMPORTANCE,
     IMPORTANCE_CHARS,
     LAYER,
+    MIN_RANK_CHARS,
     MINI_CHARS,
     PAGE,
     QUANTITY,
@@ -61,7 +64,8 @@ def colour_by_cell(trace, vocab, text: str, tracks: dict) -> tuple[CellId, int, 
     tips = colortext.cell_tooltips(text[start:end], values[start:end], cell.quantity, next_chars,
                                    trace.next_probs[start:end], offset=start)
     st.html(colortext.legend_html(scale, f"{QUANTITY_LABELS[cell.quantity]}, characters {start:,}–{end - 1:,} "
-                                  "(hover a character for its exact value and the model's top-5 next characters)")
+                                  "(hover a character for its exact value and the model's top-5 next characters)",
+                                  observed=(float(np.nanmin(values)), float(np.nanmax(values))))
             + colortext.colored_text_html(text[start:end], values[start:end], scale, tips))
     if st.toggle("Heatmap: every unit of this layer over the window", key=f"{PAGE}_heatmap"):
         sort_col, shown_col = st.columns(2)
@@ -71,7 +75,7 @@ def colour_by_cell(trace, vocab, text: str, tracks: dict) -> tuple[CellId, int, 
         units = sorted_units(trace, cell.layer, cell.quantity, tracks[sort_by])[:shown]
         block = trace.block(cell.layer, cell.quantity)
         plot(figures.heatmap_figure(block[start:end], units, text[start:end], start,
-                                    colortext.scale_for(cell.quantity, block[:, units].ravel()), cell.quantity,
+                                    colortext.scale_for(cell.quantity, block[:, units].ravel(), 99.0), cell.quantity,
                                     f"by |r| with {FEATURES[sort_by].label}"), key=f"{PAGE}_heatmap_figure")
     return cell, start, end
 
@@ -90,15 +94,20 @@ def find_cells(trace, rankings, baseline, text: str, tracks: dict) -> list[CellI
         accuracy = ranking.by_accuracy[0] if ranking.by_accuracy else None
         clearest = ranking.clearest
         rows.append({
-            "feature": FEATURES[name].label,
+            "feature": short_label(name),
             "best cell": best.cell.label if best else "(constant here)",
             "r": round(best.r, 3) if best else None,
             "clearest cell": f"{clearest.cell.label}: r = {clearest.r:+.3f}" if clearest else "",
-            "threshold accuracy": f"{accuracy.accuracy:.1%} (guessing {ranking.base_rate:.1%})" if accuracy else "",
-            "random model |r|": round(abs(chance.r), 3) if chance else None,
+            "threshold accuracy": f"{accuracy.accuracy:.1%}" if accuracy else "",
+            "guessing": f"{ranking.base_rate:.1%}" if accuracy else "",
+            "random |r|": round(abs(chance.r), 3) if chance else None,
         })
-    st.dataframe(rows, hide_index=True, width="stretch")
+    short_text_note(trace, rankings, baseline, len(text))
+    st.dataframe(rows, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
     feature = st.selectbox("Feature", list(rankings), format_func=lambda f: FEATURES[f].label, key=FEATURE)
+    if st.session_state.get(FEATURE_SWITCHED) in FEATURES:
+        st.caption(f"{FEATURES[st.session_state[FEATURE_SWITCHED]].label.capitalize()} never changes in this text, "
+                   f"so the finder now ranks by {FEATURES[feature].label}.")
     ranking = rankings[feature]
     if not ranking.varies:
         st.warning(f"{FEATURES[feature].label.capitalize()} never changes in this text, so no cell can track it. "
@@ -136,6 +145,44 @@ def find_cells(trace, rankings, baseline, text: str, tracks: dict) -> list[CellI
         st.dataframe([{"rank": i + 1, "cell": c.cell.label, "r": round(c.r, 3)} for i, c in enumerate(chance)],
                      hide_index=True)
     return [scored.cell for scored in ranked]
+
+
+# Widths in px: together they fit the page at 1400 × 900 (about 900 px beside the sidebar), so that every
+# header and every value shows whole, a cell label of a 2-layer model included.
+TABLE_COLUMNS = {
+    "feature": st.column_config.TextColumn(width=175, help="The feature, named as in the Feature box below"),
+    "best cell": st.column_config.TextColumn(width=145, help="The cell with the largest |r|"),
+    "r": st.column_config.NumberColumn(width=62, format="%.3f", help="The best cell's correlation with the feature"),
+    "clearest cell": st.column_config.TextColumn(width=210, help="The best cell among those that track this "
+                                                 "feature more than any other"),
+    "threshold accuracy": st.column_config.TextColumn(width=135, help="On/off features: how often the best single "
+                                                      "threshold on one cell tells on from off"),
+    "guessing": st.column_config.TextColumn(width=80, help="On/off features: how often always guessing the more "
+                                            "common of on and off is right"),
+    "random |r|": st.column_config.NumberColumn(width=90, format="%.3f", help="The best |r| of a randomly "
+                                                "initialised model of the same shape: chance"),
+}
+
+
+def short_label(feature: str) -> str:
+    """A feature's label without its parenthesis: "indentation of the line (leading spaces)" → "indentation of
+    the line"."""
+    return re.sub(r" \([a-z ]+\)$", "", FEATURES[feature].label)
+
+
+def short_text_note(trace, rankings, baseline, length: int) -> None:
+    """Below MIN_RANK_CHARS characters, say that the ranking is chance, and where the random model wins here."""
+    if length >= MIN_RANK_CHARS:
+        return
+    cells = trace.values.shape[0] * trace.layers * trace.hidden
+    beaten = [FEATURES[f].label for f, ranking in rankings.items() if ranking.best is not None
+              and baseline[f].best is not None and abs(baseline[f].best.r) >= abs(ranking.best.r)]
+    here = (f" Here it does for {len(beaten)} feature(s): {', '.join(beaten)}." if beaten
+            else " Here it does not, but that is luck more than evidence.")
+    st.warning(f"**Too few characters to rank cells.** This text has {length:,} characters; below "
+               f"{MIN_RANK_CHARS:,} the ranking is not evidence. The best of {cells:,} cells' correlations over so few "
+               "characters is high by chance, so a randomly initialised model (the last column) can match or beat "
+               f"the trained one.{here} Paste at least {MIN_RANK_CHARS:,} characters.", icon=":material/warning:")
 
 
 def default_range(text: str, tracks: dict, start: int, end: int) -> tuple[int, int]:
@@ -234,12 +281,8 @@ def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[C
                             format_func=lambda v: "0 (ablate)" if v == 0 else f"{v:+g} (clamp)")
     length = col_length.slider("Characters to write", 50, 600, 300, step=50, key=f"{PAGE}_iv_length")
     temperature = col_temp.slider("Temperature", 0.0, 1.5, 0.7, step=0.1, key=f"{PAGE}_iv_temperature")
-    line_start = text.find("\n", start) + 1 or start  # the prime starts and ends at line ends
-    default_prime = text[line_start:line_start + 120]
-    default_prime = default_prime[: default_prime.rfind("\n") + 1] or default_prime
-    st.session_state.setdefault(f"{PAGE}_prime", default_prime)
-    prime, unknown = ex.keep_known(st.text_area("Prime", key=f"{PAGE}_prime", max_chars=400, height=90),
-                                   source.vocab)
+    refresh_prime(text, start)
+    prime, unknown = ex.keep_known(st.text_area("Prime", key=PRIME, max_chars=400, height=90), source.vocab)
     if unknown:
         st.warning("Characters the model never saw were left out of the prime: "
                    + literal(", ".join(colortext.describe_char(c) for c in unknown[:15])))
@@ -255,6 +298,29 @@ def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[C
         st.caption("Identical: with this prime and these draws the model does not use this unit, or uses it too "
                    "little to change a single choice.")
     importance(source, text, ranked, feature)
+
+
+PRIME, PRIME_FROM = f"{PAGE}_prime", f"{PAGE}_prime_from"
+
+
+def prime_from(text: str, start: int, length: int = 120) -> str:
+    """Up to ``length`` characters of the text from the first line start at or after ``start``, cut at a line
+    end when there is one; the text's own first characters when that leaves nothing."""
+    line_start = text.find("\n", start) + 1 or start
+    prime = text[line_start:line_start + length]
+    prime = prime[: prime.rfind("\n") + 1] or prime
+    return prime or text[start:start + length] or text[:length]
+
+
+def refresh_prime(text: str, start: int) -> None:
+    """Take the prime from the traced text: the first time, and whenever the text changes (another corpus, the
+    model's own text, your own) while the prime is still the one taken from the old text. A prime you typed
+    stays."""
+    state, text_id = st.session_state, (len(text), hash(text))
+    taken = state.get(PRIME_FROM)  # (the text it was taken from, the prime taken)
+    if PRIME not in state or (taken is not None and taken[0] != text_id and state[PRIME] == taken[1]):
+        state[PRIME] = prime_from(text, start)
+        state[PRIME_FROM] = (text_id, state[PRIME])
 
 
 def importance(source, text: str, ranked: list[CellId], feature: str) -> None:

@@ -5,11 +5,11 @@ from tests.e2e.harness import open_app_page, screenshot_whole_page, wait_idle
 RUN_TIMEOUT_MS = 240_000  # a quick run on two busy cores
 
 
-def _run_quick(page, tab: str, quick_sign: str, button: str, result_sign: str):
+def _run_quick(page, tab: str, quick_sign: str, button: str, result_sign: str, toggle: str = "Quick settings"):
     """Open a tab, switch on its quick settings, run, and wait for the result; returns the tab's panel."""
     page.get_by_role("tab", name=tab).click()
     panel = page.get_by_role("tabpanel", name=tab)
-    panel.get_by_text("Quick settings").click()
+    panel.get_by_text(toggle).click()
     panel.get_by_text(quick_sign, exact=False).wait_for(timeout=60_000)  # the quick values are in place
     wait_idle(page)
     panel.get_by_role("button", name=button).click()
@@ -24,7 +24,7 @@ def test_memory_experiments_run_quick_in_browser(page, base_url):
     assert page.get_by_role("heading", name="Memory experiments", level=1).is_visible()
 
     panel = _run_quick(page, "1 · Delayed copy: RNN against LSTM", "12 runs in all", "Run the sweep",
-                       "Measured (mean final accuracy over seeds)")
+                       "Measured (mean final accuracy over seeds)", toggle="A first look (too short to compare)")
     assert panel.get_by_text("D = 8: vanilla RNN").is_visible()
     assert panel.locator(".js-plotly-plot").count() == 2
     screenshot_whole_page(page, "memory-experiments-delay")

@@ -46,7 +46,7 @@ def test_gradient_decay_link_restores_sigma_and_k_and_a_bad_one_is_noticed(page,
     curve = gradients.power_curve(gradients.PowerConfig(hidden=64, sigma=0.95, steps=100))
     shows(page, "measured ‖W_hhᴷ v‖ after K = 100", sci(curve.measured[-1]))
     assert slider_value(page, "σ₁, the largest singular value") == "0.95"
-    assert copied_link(page).endswith("/gradient-decay?sigma=0.95&K=100")
+    assert copied_link(page).endswith("/gradient-decay?section=powers&sigma=0.95&K=100")
 
     open_app_page(page, base_url, "gradient-decay?sigma=7&K=ten")
     notice = page.locator("[data-testid='stAlertContentWarning']").filter(has_text="not valid")
