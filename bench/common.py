@@ -32,6 +32,37 @@ def timed_rerun(at) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+def new_value_moves(at, key: str, values: list, seen: dict[str, set], clear: bool = False) -> dict[str, list[float]]:
+    """Move the widget ``key`` to each value in turn (None clicks a button) and time the script run that follows
+    (wall and CPU), then a rerun with nothing changed right after.
+
+    Each value must be new to the caches: ``seen[key]`` holds every value the widget has had on this page
+    (its value when first met, then each move), and a value already in it raises, so a benchmark cannot
+    time a cache hit by mistake. A control with too few options to keep finding new values (``clear``)
+    has Streamlit's data caches cleared before each move instead: an upper bound, since every cached
+    computation on the page then runs again."""
+    import streamlit as st
+
+    widget = at.get_by_key(key)
+    if any(v is not None for v in values):
+        visited = seen.setdefault(key, {widget.value})
+        for value in values:
+            if value in visited and not clear:
+                raise ValueError(f"{key} = {value!r} is not new to the caches on this page")
+            visited.add(value)
+    times: dict[str, list[float]] = {"wall": [], "cpu": [], "unchanged": []}
+    for value in values:
+        if clear:
+            st.cache_data.clear()
+        widget = at.get_by_key(key)
+        widget.click() if value is None else widget.set_value(value)
+        wall, cpu = timed_rerun(at)
+        times["wall"].append(wall)
+        times["cpu"].append(cpu)
+        times["unchanged"].append(timed_rerun(at)[0])
+    return times
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 

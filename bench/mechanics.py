@@ -1,8 +1,12 @@
 """The mechanics-of-recurrence pages: how fast each widget is answered, and how long the TBPTT sweep takes.
 
-1. Widget latency. Each widget of the four pages is moved to values not seen before (every cached
-   computation misses) and the script run that follows is timed through AppTest, beside a rerun of the
-   same page with nothing changed, measured right after (the ratio), and beside the budget of one second.
+1. Widget latency. Each widget of the four pages is moved to values it has not had on the page before, so
+   that every cached computation that depends on it misses (bench.common.new_value_moves checks this and
+   refuses a value already visited). A control with too few options for that (the nonlinearity, the cell
+   kind, where the loss attaches) has the data caches cleared before each move instead, marked "cleared":
+   then everything cached on the page runs again, an upper bound. The script run that follows is timed
+   through AppTest, beside a rerun of the same page with nothing changed, measured right after (the
+   ratio); the table gives the median and the worst move, against the budget of one second.
 2. The TBPTT sweep at its defaults (5 values of K, 800 steps each), timed with torch on 1 thread and on
    the configured thread count, alternating, so that the two are compared under the same load.
 
@@ -17,36 +21,37 @@ import time
 
 import torch
 
-from bench.common import print_table, timed_rerun
+from bench.common import new_value_moves, print_table, timed_rerun
 from rnnviz.core.runtime import configure_cpu
 
 BUDGET_S = 1.0
 SWEEP_TARGET_S = 30.0
+CLEAR = True  # too few options to visit new ones: clear the data caches before each move
 
-# (page, widget kind, key, values to visit in turn; each is new to the caches).
+# page: [(widget key, values to visit in turn (None clicks a button), clear the caches first?)].
 WIDGETS = {
     "app_pages/hand_built_rnn.py": [
-        ("button", "handbuilt_step_forward", [None] * 4),
-        ("text_input", "handbuilt_bits", ["1,1,0,1,1,0,1", "0,0,1,1,1,1,0,1,0,1,1", "1,0,1,1,1,0,0,1"]),
-        ("number_input", "handbuilt_w_hy_2", [-0.5, -0.75, -1.5]),
-        ("segmented_control", "handbuilt_phi", ["tanh", "relu", "tanh"]),
+        ("handbuilt_step_forward", [None] * 4, False),
+        ("handbuilt_bits", ["1,1,0,1,1,0,1", "0,0,1,1,1,1,0,1,0,1,1", "1,0,1,1,1,0,0,1"], False),
+        ("handbuilt_w_hy_2", [-0.5, -0.75, -1.5], False),
+        ("handbuilt_phi", ["tanh", "relu", "tanh"], CLEAR),
     ],
     "app_pages/unrolling_bptt.py": [
-        ("slider", "unroll_steps", [12, 9, 11]),
-        ("slider", "unroll_hidden", [8, 6, 7]),
-        ("slider", "unroll_gain", [2.0, 2.5, 0.5]),
-        ("segmented_control", "unroll_attach", ["one-to-many", "many-to-one", "many-to-many"]),
+        ("unroll_steps", [12, 9, 11], False),
+        ("unroll_hidden", [8, 6, 7], False),
+        ("unroll_gain", [2.0, 2.5, 0.5], False),
+        ("unroll_attach", ["one-to-many", "many-to-one", "many-to-many"], CLEAR),
     ],
     "app_pages/truncated_bptt.py": [
-        ("slider", "tbptt_view_chunk", [4, 8, 3]),
-        ("slider", "tbptt_position", [20, 25, 30]),
-        ("slider", "tbptt_delay", [6, 8, 3]),
+        ("tbptt_view_chunk", [4, 8, 3], False),
+        ("tbptt_position", [20, 25, 30], False),
+        ("tbptt_delay", [6, 8, 3], False),
     ],
     "app_pages/stacked_rnns.py": [
-        ("button", "stacked_step_forward", [None] * 4),
-        ("segmented_control", "stacked_kind", ["gru", "rnn", "lstm"]),
-        ("slider", "stacked_layers", [4, 3, 1]),
-        ("number_input", "stacked_d1", [6, 5, 4]),
+        ("stacked_step_forward", [None] * 4, False),
+        ("stacked_kind", ["gru", "rnn", "lstm"], CLEAR),
+        ("stacked_layers", [4, 3, 1], False),
+        ("stacked_d1", [6, 5, 4], False),
     ],
 }
 
@@ -58,26 +63,22 @@ def latency() -> dict:
     for page, widgets in WIDGETS.items():
         at = open_page(page)
         timed_rerun(at)  # warm
-        for kind, key, values in widgets:
-            moved, moved_cpu, idle = [], [], []
-            for value in values:
-                widget = getattr(at, kind)(key=key)
-                widget.click() if kind == "button" else widget.set_value(value)
-                wall, cpu = timed_rerun(at)
-                moved.append(wall)
-                moved_cpu.append(cpu)
-                idle.append(timed_rerun(at)[0])
+        seen: dict[str, set] = {}
+        for key, values, clear in widgets:
+            times = new_value_moves(at, key, values, seen, clear=clear)
+            moved, idle = times["wall"], times["unchanged"]
             name = f"{page.split('/')[-1][:-3]}:{key}"
             wall_ms, idle_ms = 1000 * statistics.median(moved), 1000 * statistics.median(idle)
-            cpu_ms = 1000 * statistics.median(moved_cpu)
+            cpu_ms = 1000 * statistics.median(times["cpu"])
             results[name] = {"median_ms": round(wall_ms), "max_ms": round(1000 * max(moved)),
                              "median_cpu_ms": round(cpu_ms), "idle_rerun_ms": round(idle_ms),
-                             "ratio_to_idle": round(wall_ms / idle_ms, 2)}
-            rows.append([name, f"{wall_ms:.0f}", f"{1000 * max(moved):.0f}", f"{cpu_ms:.0f}", f"{idle_ms:.0f}",
+                             "ratio_to_idle": round(wall_ms / idle_ms, 2), "caches_cleared": clear}
+            rows.append([name, "cleared" if clear else "click" if values[0] is None else "new values",
+                         f"{wall_ms:.0f}", f"{1000 * max(moved):.0f}", f"{cpu_ms:.0f}", f"{idle_ms:.0f}",
                          f"{wall_ms / idle_ms:.2f}", "yes" if max(moved) < BUDGET_S else "NO"])
     print_table("mechanics latency: full-page script time after a widget change (AppTest)",
-                ["widget", "median ms", "max ms", "CPU ms", "no-change rerun ms", "ratio", f"max < {BUDGET_S:g} s"],
-                rows)
+                ["widget", "caches", "median ms", "max ms", "CPU ms", "no-change rerun ms", "ratio",
+                 f"max < {BUDGET_S:g} s"], rows)
     return results
 
 

@@ -125,7 +125,8 @@ def test_page_steps_to_y_equal_one_after_five_steps():
     at.button(key="handbuilt_step_end").click().run()
     assert _metrics(at)["$h_{9}$"] == "(1, 1, 1)"
     at.button(key="handbuilt_step_first").click().run()
-    assert "$t$" in _metrics(at)
+    assert _metrics(at) == {"$t$": "0", "$h_0$": "(0, 0, 1)"}  # t = 0: only the initial state, nothing read yet
+    assert "t = 0** of 9" in page_text(at) and at.query_params["t"] == "0"
 
 
 def test_page_restores_bits_and_step_from_a_link_and_rejects_bad_bits():

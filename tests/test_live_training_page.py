@@ -4,8 +4,9 @@ import math
 
 from rnnviz.charlm.checkpoint import checkpoint_bytes
 from rnnviz.charlm.corpus import load_builtin
+from rnnviz.charlm.sample import generate
 from rnnviz.charlm.train import TrainConfig, Trainer
-from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY
+from rnnviz.ui.models import LIVE_RUN_KEY, PRETRAINED_DIR, UPLOADED_KEY
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/live_training.py"
@@ -112,10 +113,28 @@ def test_a_saved_checkpoint_uploads_and_samples():
     assert not at.exception
     assert "a 1 × 16 LSTM trained on hello for 40 steps (V = 4)" in page_text(at)
     assert at.session_state[UPLOADED_KEY].step == 40
-    at.selectbox(key=key("model_source")).set_value("uploaded").run()
-    at.text_input(key=key("prime")).set_value("hel").run()
+    # The greedy sample of the weights that were uploaded: the engine's, from the trained model itself.
+    prime, length = "hel", 30
+    expected = prime + generate(trainer.model, trainer.vocab, prime, length, temperature=0)
+    # Sample a shipped model first, so that choosing the upload below really changes the model.
+    shipped = f"pretrained:{min(PRETRAINED_DIR.glob('*.pt')).stem}"
+    at.selectbox(key=key("model_source")).set_value(shipped).run()
+    at.text_input(key=key("prime")).set_value(prime).run()
+    at.number_input(key=key("length")).set_value(length).run()
     at.radio(key=key("strategy")).set_value("greedy").run()
-    assert "hello" in [c.value for c in at.code][-5:][0] or any(c.value.startswith("hello") for c in at.code)
+    assert not at.exception
+    assert at.selectbox(key=key("model_source")).value == shipped
+    assert main_sample(at) != expected  # another model writes another text: the check below can tell
+    at.selectbox(key=key("model_source")).set_value("uploaded").run()
+    assert not at.exception and at.selectbox(key=key("model_source")).value == "uploaded"
+    assert main_sample(at) == expected
+
+
+def main_sample(at) -> str:
+    """The sample the sampling section shows under its Model box: the first code block after that box."""
+    elements = list(at.main)  # document order
+    box = next(i for i, e in enumerate(elements) if getattr(e, "key", None) == key("model_source"))
+    return next(e.value for e in elements[box:] if e.type == "code")
 
 
 def test_bad_sampling_inputs_are_explained():

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from rnnviz.ui.registry import PAGES
+from rnnviz.lessons.shapes import SHAPES
+from rnnviz.ui.registry import PAGES, page_by_url
 from tests.apptest_helpers import ROOT, open_page
+from tests.figure_helpers import figure
 
 
 @pytest.mark.parametrize("spec", PAGES, ids=[p.url_path for p in PAGES])
@@ -24,10 +26,43 @@ def test_registry_lists_each_page_file_once():
     assert on_disk == set(paths), "every file in app_pages/ is registered, and every registered file exists"
 
 
-def test_home_page_draws_the_five_shapes():
+def test_home_page_draws_the_five_shapes_and_links_their_pages():
     at = open_page("app_pages/home.py")
     assert len(at.get("plotly_chart")) == 1
-    text = "\n".join(m.value for m in at.markdown)
-    for name in ("one-to-one", "one-to-many", "many-to-one", "many-to-many (unaligned)", "many-to-many (aligned)"):
-        assert f"**{name}.**" in text
-    assert Path(ROOT / "app.py").exists()
+    # The figure: per panel, a block per input, hidden and output step, where SHAPES puts them.
+    spec = figure(at)
+    rows = {0.0: "input", 1.0: "hidden", 2.0: "output"}  # the figure's rows, bottom to top
+    drawn = {}  # (panel, role) → x positions of its blocks
+    for shape in spec["layout"]["shapes"]:
+        panel = int(shape["xref"][1:] or 1)
+        role = rows[round((shape["y0"] + shape["y1"]) / 2, 6)]
+        drawn.setdefault((panel, role), []).append(round((shape["x0"] + shape["x1"]) / 2, 6))
+    expected = {}
+    for panel, shape in enumerate(SHAPES, start=1):
+        expected[(panel, "hidden")] = list(range(shape.steps))
+        expected[(panel, "input")] = list(shape.input_steps)
+        expected[(panel, "output")] = list(shape.output_steps)
+    assert {k: sorted(v) for k, v in drawn.items()} == expected
+    for shape in SHAPES:  # and SHAPES says what each name says
+        inputs, outputs = shape.name.split(" ")[0].split("-to-")
+        assert (len(shape.input_steps) == 1) == (inputs == "one")
+        assert (len(shape.output_steps) == 1) == (outputs == "one")
+        if "(aligned)" in shape.name:
+            assert shape.input_steps == shape.output_steps
+        if "(unaligned)" in shape.name:
+            assert max(shape.input_steps) < min(shape.output_steps)
+    titles = [a["text"] for a in spec["layout"]["annotations"] if a.get("text")]
+    assert titles == [s.name for s in SHAPES]
+    # Each shape's box: its name, and links that open the pages it names.
+    boxes = [b for b in at.main.children.values() if b.type == "flex_container"]
+    assert len(boxes) == len(SHAPES)
+    registered = at._registered_pages  # page hash → the script st.navigation runs for it
+    for box, shape in zip(boxes, SHAPES):
+        assert box.get("markdown")[0].value.startswith(f"**{shape.name}.** {shape.example}")
+        links = [link.proto for link in box.get("page_link")]
+        assert [link.page for link in links] == list(shape.page_urls)
+        for link, url in zip(links, shape.page_urls):
+            target = registered[link.page_script_hash]
+            assert target["url_pathname"] == url
+            assert Path(target["script_path"]) == ROOT / page_by_url(url).path
+            assert link.label == page_by_url(url).title

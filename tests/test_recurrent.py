@@ -1,4 +1,5 @@
-"""The fast path equals torch's modules, the trace path equals the fast path, and state_dicts round-trip."""
+"""The recurrent layers are torch's modules built with our arguments, the trace path equals the fast path, and
+state_dicts round-trip."""
 
 import torch
 from hypothesis import given, settings
@@ -48,18 +49,24 @@ def _grads(module, out, probe):
 
 @settings(max_examples=40, deadline=None)
 @given(configs)
-def test_fast_path_equals_torch_on_outputs_states_and_gradients(cfg):
+def test_make_recurrent_builds_torchs_module_with_our_arguments_and_parameter_layout(cfg):
+    """The fast path is torch's own ``forward`` (not overridden), so what can differ is how the module is built:
+    its class, its constructor arguments, and its parameters' names, shapes and order. A wrong argument
+    (batch_first, nonlinearity, layers) also shows in the outputs against a module built by hand."""
     ours, ref, x, state = _build(cfg)
+    torch_class = TORCH_CLASSES[cfg["kind"]]
+    assert isinstance(ours, torch_class) and type(ours).forward is torch_class.forward
+    mode = {"lstm": "LSTM", "gru": "GRU"}.get(cfg["kind"], f"RNN_{cfg['nonlinearity'].upper()}")  # torch's names
+    assert (ours.mode, ours.input_size, ours.hidden_size, ours.num_layers) == (
+        mode, cfg["input_size"], cfg["hidden"], cfg["layers"])
+    assert ours.batch_first and ours.bias and not ours.bidirectional and ours.dropout == 0.0 and ours.proj_size == 0
+    layout = [(name, tuple(p.shape)) for name, p in ours.named_parameters()]
+    assert layout == [(name, tuple(p.shape)) for name, p in ref.named_parameters()]
     out, final = ours(x, state)
     out_ref, final_ref = ref(x, state)
     assert_close(out, out_ref)
     for a, b in zip(_flatten(final), _flatten(final_ref)):
         assert_close(a, b)
-    probe = torch.randn_like(out)
-    grads, grads_ref = _grads(ours, out, probe), _grads(ref, out_ref, probe)
-    assert grads.keys() == grads_ref.keys()
-    for name in grads:
-        assert_close(grads[name], grads_ref[name])
 
 
 @settings(max_examples=40, deadline=None)

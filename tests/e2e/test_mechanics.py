@@ -47,3 +47,13 @@ def test_hand_built_step_shows_the_new_state(page, base_url):
     assert "t=5" in page.url and "bits=010111011" in page.url  # the step travels in the shareable link
     assert page.locator("[data-testid='stException']").count() == 0
     screenshot_whole_page(page, "mechanics-hand-built-rnn-step-5")
+    # First goes back to t = 0: the initial state alone, before any bit is read.
+    page.get_by_role("button", name="First", exact=True).click()
+    page.wait_for_function(
+        """() => [...document.querySelectorAll("[data-testid='stMarkdownContainer']")]
+                 .some(e => e.innerText.includes("t = 0 of 9"))""",
+        timeout=30_000,
+    )
+    wait_idle(page)
+    assert _metric_values(page) == ["0", "(0, 0, 1)"]  # t = 0, h_0
+    assert "t=0" in page.url

@@ -122,11 +122,25 @@ def test_hostile_text_on_the_mechanics_pages_and_the_explorer_search(page, base_
     nothing_injected(page)
 
     open_app_page(page, base_url, "lstm-gates", timeout_ms=180_000)
+    typed = "<img src=x onerror=a()>"
     word = page.get_by_role("textbox", name="word", exact=True)
-    word.fill("<img src=x onerror=a()>")
+    word.fill(typed)
     word.press("Enter")
     wait_idle(page)
-    assert page.locator("[data-testid='stPlotlyChart']").count() >= 2
+    # Step t = 1 reads the word's first character, "<": the drawing names it as typed, and the stacked W's
+    # columns are the word's own characters, as typed (plotly draws text through its own markup, so an
+    # unescaped "<" would vanish or become an element).
+    thumb = page.locator("[data-testid='stSlider']").filter(has_text="step t").get_by_role("slider")
+    thumb.focus()
+    thumb.press("Home")
+    wait_idle(page)
+    charts = page.locator("[data-testid='stPlotlyChart']")
+    wait_for(lambda: any("One LSTM step at t = 1" in text for text in charts.all_text_contents()), 30,
+             "the step drawing at t = 1")
+    step_drawing = next(text for text in charts.all_text_contents() if "One LSTM step at t = 1" in text)
+    assert "one-hot('<')" in step_drawing
+    columns = [t for t in page.locator(".js-plotly-plot .xtick text").all_text_contents() if t.startswith("x:")]
+    assert columns == [f"x:{c!r}" for c in sorted(set(typed))]  # one column per distinct character, sorted
     nothing_injected(page)
 
     open_app_page(page, base_url, "hidden-cell-explorer", timeout_ms=180_000)

@@ -20,7 +20,6 @@ from websockets.sync.client import connect
 from rnnviz.ui.registry import PAGES
 
 
-
 @dataclass
 class FirstRun:
     """What one session saw of its page's first script run."""
