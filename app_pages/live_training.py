@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from rnnviz.charlm.live import LiveRun
 from rnnviz.figures import live as figures
 from rnnviz.ui import live_run as live
 from rnnviz.ui import live_sampling as sampling
@@ -21,104 +20,101 @@ page_header(
     r"\quad \mathcal{L} = -\frac{1}{T}\sum_t \ln p_t[x_{t+1}]",
 )
 
-with st.expander("Walkthrough: \"hello\" with a 4-character vocabulary", icon=":material/school:"):
-    hello_walkthrough()
-
-# --- 1. Set up a run ------------------------------------------------------------------------------------------
-
-st.header("1. Set up a run")
 setup.init_settings()
-setup.preset_picker()
-corpus_col, model_col, training_col = st.columns(3, gap="large")
-with corpus_col:
-    st.subheader("Corpus")
-    pending_download = setup.corpus_picker()
-    corpus = setup.active_corpus()
-    setup.corpus_summary(corpus, pending_download)
-with model_col:
-    st.subheader("Model")
-    setup.model_widgets()
-with training_col:
-    st.subheader("Training")
-    setup.training_widgets()
-setup.schedule_widgets(on_change=live.on_budget_change)
+live.take_up_run_from_address()  # ?run=<token>: a reload or a new tab finds its run again
 
-run = live.current_run()
-vocab_size = setup.SHAKESPEARE_VOCAB if pending_download else corpus.vocab.size if corpus else None
-pending = setup.pending_run(vocab_size)
-for problem in pending.problems:
-    st.error(problem, icon=":material/error:")
-size_col, speed_col, script_col = st.columns(3, vertical_alignment="center")
-size_col.metric("Parameters", f"{pending.parameters:,}" if pending.parameters else "—",
-                help="Of the model these settings describe (with the chosen corpus's vocabulary).")
-speed_col.metric("Estimated speed", f"≈ {pending.chars_per_s:,.0f} chars/s" if pending.chars_per_s else "—",
-                 help="From the model's size and this server's measured matmul rate; the run shows the real one.")
-with script_col:
-    sampling.script_download(pending.config, corpus.vocab if corpus and not pending_download else None)
-if run is not None:
-    next_corpus = pending_download or (corpus.name if corpus else None)
-    changed = setup.differences_from_run(run.trainer.config, run.corpus_name, pending, next_corpus)
-    if changed:
-        st.info(f"These settings differ from the run below ({'; '.join(changed)}). Reset discards that model, and "
-                "the next Start builds one from these settings.", icon=":material/info:")
-    if setup.retunable_changes(run.trainer.config, pending):
-        st.button("Apply the new learning rate and clipping to this run", key=setup.key("retune"),
-                  icon=":material/tune:", on_click=live.on_retune,
-                  help="Changes them for the next steps without losing the weights (also after a blow-up).")
+# What the class watches comes first, settings below: the containers are filled in the order the values
+# flow (settings → controls → the run), and shown in this one.
+controls_area = st.container()
+panel_area = st.container()
 
-# --- 2. Train it live -------------------------------------------------------------------------------------------
+# --- Settings -------------------------------------------------------------------------------------------------
 
-st.header("2. Train it live")
-live.run_pending_download()
-run = live.current_run()
-if run is not None:
-    st.markdown("This run: " + live.run_summary(run) + ".")
-live.controls(run, pending)
+with st.expander("Settings: preset, corpus, model and training", expanded=True, icon=":material/tune:",
+                 key=setup.key("settings_open"), on_change="rerun"):
+    setup.preset_picker()
+    corpus_col, model_col, training_col = st.columns(3, gap="large")
+    with corpus_col:
+        st.subheader("Corpus")
+        pending_download = setup.corpus_picker()
+        corpus = setup.active_corpus()
+        setup.corpus_summary(corpus, pending_download)
+    with model_col:
+        st.subheader("Model")
+        setup.model_widgets()
+    with training_col:
+        st.subheader("Training")
+        setup.training_widgets()
+    setup.schedule_widgets(on_change=live.on_budget_change)
+    vocab_size = setup.SHAKESPEARE_VOCAB if pending_download else corpus.vocab.size if corpus else None
+    pending = setup.pending_run(vocab_size, None if pending_download else corpus)
+    for problem in pending.problems:
+        st.error(problem, icon=":material/error:")
+    size_col, speed_col, script_col = st.columns(3, vertical_alignment="center")
+    size_col.metric("Parameters", f"{pending.parameters:,}" if pending.parameters else "—",
+                    help="Of the model these settings describe (with the chosen corpus's vocabulary).")
+    speed_col.metric("Estimated speed", f"≈ {pending.chars_per_s:,.0f} chars/s" if pending.chars_per_s else "—",
+                     help=setup.speed_help(pending))
+    with script_col:
+        sampling.script_download(pending.config, corpus.vocab if corpus and not pending_download else None)
 
+# --- Controls and the run ----------------------------------------------------------------------------------------
 
-def show_run(run: LiveRun) -> None:
-    live.status_line(run)
-    bits = st.toggle("Losses in bits/char (÷ ln 2) instead of nats/char", key=setup.key("bits"),
-                     persist_state="session")
-    live.progress_panel(run, bits)
-    live.curves(run, bits)
-    st.subheader("Samples along the way")
-    st.caption(f"Every {run.settings.sample_every} steps the model writes {run.settings.sample_length} characters "
-               f"from the same seed at τ = {run.settings.temperature:g}, so only its weights differ. Newest first.")
-    live.sample_history(run, bits)
+with controls_area:
+    run = live.current_run()
+    live.controls(run, pending)
+    live.keep_run_in_address(run)
+    if run is not None:
+        next_corpus = pending_download or (corpus.name if corpus else None)
+        changed = setup.differences_from_run(run.trainer.config, run.corpus_name, pending, next_corpus)
+        if changed:
+            st.info(f"These settings differ from the run below ({'; '.join(changed)}). Reset discards that model, "
+                    "and the next Start builds one from these settings.", icon=":material/info:")
+        if setup.retunable_changes(run.trainer.config, pending):
+            st.button("Apply the new learning rate and clipping to this run", key=setup.key("retune"),
+                      icon=":material/tune:", on_click=live.on_retune,
+                      help="Changes them for the next steps without losing the weights (also after a blow-up).")
 
 
 @st.fragment(run_every=live.RERUN_EVERY)
 def training_panel() -> None:
-    """Reruns by itself while the run trains: one chunk, then the numbers and curves of the new step."""
+    """Reruns by itself while the run trains: draws the run as it stands, then trains one chunk."""
     run = live.current_run()
     if run is None:
         st.rerun()  # reset meanwhile: redraw the page
-    was_active = run.is_active  # False when a late timer tick follows a Pause: just draw, as the page did
-    if was_active:
-        # A click may have started this script thread while the last one still trains its chunk: then draw
-        # now and train on the next rerun, so that the click is answered at once.
+    # Draw first, then train one chunk: everything on screen is fresh while the chunk runs (drawn after it, the
+    # panel would sit greyed out as "stale" for most of the time); the next rerun shows the new step.
+    live.watch_panel(run)
+    if run.is_active:  # False when a late timer tick follows a Pause: then only draw
+        # A click may have started this script thread while the last one still trains its chunk: then train
+        # on the next rerun, so that the click is answered at once.
         run.tick_unless_busy(live.training_slots(), live.owner(), live.CHUNK_SECONDS)
-    show_run(run)
-    if was_active and not run.is_active:
-        st.rerun()  # finished or halted by itself: the controls change too
+        if not run.is_active:
+            st.rerun()  # finished or halted by itself: the controls change too
 
 
 @st.fragment
 def stopped_panel() -> None:
-    show_run(live.current_run())
+    live.watch_panel(live.current_run())
 
 
-if run is None:
-    st.caption("Press **Start** to train with the settings above, or **Step** to train one short chunk at a time.")
-elif run.is_active:
-    training_panel()
-else:
-    stopped_panel()
+with panel_area:
+    live.run_pending_download()
+    run = live.current_run()
+    if run is None:
+        st.caption("Press **Start** to train with the settings below, or **Step** to train one short chunk at a "
+                   "time.")
+    elif run.is_active:
+        training_panel()
+    else:
+        stopped_panel()
 
-# --- 3. Save and load -------------------------------------------------------------------------------------------
+with st.expander("Walkthrough: \"hello\" with a 4-character vocabulary", icon=":material/school:"):
+    hello_walkthrough()
 
-st.header("3. Save and load")
+# --- Save and load -----------------------------------------------------------------------------------------------
+
+st.header("Save and load")
 download_col, upload_col = st.columns(2, gap="large")
 with download_col:
     sampling.checkpoint_download()
@@ -126,12 +122,12 @@ with download_col:
 with upload_col:
     sampling.checkpoint_upload()
 
-# --- 4. Sample it -----------------------------------------------------------------------------------------------
+# --- Sample it ---------------------------------------------------------------------------------------------------
 
 
 @st.fragment
 def sampling_section() -> None:
-    st.header("4. Sample it")
+    st.header("Sample it")
     source = sampling.choose_source()
     if source is None:
         return
@@ -147,6 +143,9 @@ def sampling_section() -> None:
         cols[1].button("Sample the latest weights", key=setup.key("resample"), icon=":material/refresh:",
                        on_click=sampling.resample_live, width="stretch")
     st.code(text, language=None, wrap_lines=True)
+    training = sampling.memorised_text(source)
+    if training is not None:
+        live.where_it_leaves(text, training, shown=live.LEAVES_SHOWN)
     if result.beams:
         st.markdown("**The most probable continuations**, with their total log-probability Σ ln p:")
         for rank, beam in enumerate(result.beams[:5], start=1):

@@ -7,13 +7,21 @@ weights did. Every ``snapshot_every`` steps it keeps a light copy of the weights
 thinned evenly), which the hidden-cell explorer replays. A trainer halt (non-finite or exploding loss)
 pauses the run and says in plain words which weights were put back.
 
+A toy too short to split (the built-in "hello") has no held-out text: its val split is its train split, so
+the model memorises it and the loss falls to 0. Its samples start from the text's first character, so that
+the model spells the text before it leaves it (``leaves_training_text``).
+
+``RunRegistry`` finds a run again by the unguessable token in its address, for a reload or a new tab.
+
 No streamlit here: the page keeps a LiveRun in session state and calls ``tick`` from a fragment.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
+import secrets
 import threading
 import time
 import weakref
@@ -26,7 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rnnviz.charlm.corpus import Corpus
+from rnnviz.charlm.corpus import Corpus, TBPTTBatcher
 from rnnviz.charlm.sample import generate
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer
@@ -38,12 +46,13 @@ MAX_STEP_BUDGET = 1_000_000
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}  # weight blocks stacked in one recurrent layer (torch's order)
 
 # Time per step ≈ STEP_OVERHEAD + layers·T·TIMESTEP_OVERHEAD + 6·P·B·T / (MATMUL_EFFICIENCY·F): forward and
-# backward are about 3 matmul passes of 2 flops per weight and character. Fitted with bench/live_estimate.py
-# on the 2-core machine: within 0.7–1.3× of the measured chars/s for LSTMs and RNNs from 30k to 1.2M
-# parameters; a GRU trains about half as fast as it predicts.
-STEP_OVERHEAD_S = 5e-3  # optimizer, norms, bookkeeping: dominates small models
-TIMESTEP_OVERHEAD_S = 40e-6  # per layer and time step, forward and backward
-MATMUL_EFFICIENCY = 0.8  # share of the dense matmul rate a fused LSTM reaches
+# backward are about 3 matmul passes of 2 flops per weight and character; F is measure_matmul_flops(), as the
+# page measures it. Fitted with bench/live_estimate.py on the 2-core machine (F measured outside the timed
+# steps; four runs gave 0.78–0.91 ms, 90–121 µs and 0.84–0.85): within 0.85–1.16× of the measured chars/s
+# for LSTMs and RNNs from 4k to 1.2M parameters; a GRU trains about 0.65× as fast as it predicts.
+STEP_OVERHEAD_S = 0.9e-3  # optimizer, norms, bookkeeping: dominates the smallest models ("hello": B = 1, T = 4)
+TIMESTEP_OVERHEAD_S = 110e-6  # per layer and time step, forward and backward: the fused kernel's sequential part
+MATMUL_EFFICIENCY = 0.85  # share of the measured matmul rate a fused LSTM reaches
 
 
 class Status(StrEnum):
@@ -88,7 +97,8 @@ class SampleRecord:
 
     step: int  # optimizer steps taken when it was drawn
     val_loss: float  # nats/char
-    text: str
+    text: str  # as shown: the prime, then what the model wrote
+    prime: str = ""  # the characters the model read first ("" starts from a newline)
 
 
 @dataclass(frozen=True)
@@ -147,6 +157,44 @@ def estimate_chars_per_second(config: TrainConfig, vocab_size: int, matmul_flops
     return chars / seconds
 
 
+def holds_out(corpus: Corpus) -> bool:
+    """False for a toy too short to split (the built-in "hello"): its val split is then its train split."""
+    return len(corpus.split()[1]) < len(corpus.ids)
+
+
+def sample_prime(corpus: Corpus) -> str:
+    """What scheduled samples start from: the first character of a text with nothing held out (so the model
+    spells "hello" from "h"), else "" (a newline)."""
+    return "" if holds_out(corpus) else corpus.text[0]
+
+
+def leaves_training_text(text: str, training: str) -> int:
+    """How many leading characters of ``text`` occur together somewhere in ``training``: where a sample
+    leaves the text the model was trained on (for "hello", "hellollo" leaves it after 5)."""
+    low, high = 0, len(text)
+    while low < high:  # the longest prefix found: a prefix that occurs has every shorter one occur too
+        middle = (low + high + 1) // 2
+        if text[:middle] in training:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def effective_shape(config: TrainConfig, corpus: Corpus) -> tuple[int, int]:
+    """The batch B and length T the trainer really uses on ``corpus``: a text too short for B × T shrinks
+    them (see TBPTTBatcher), and "hello" trains on B = 1 stream of T = 4 characters."""
+    batcher = TBPTTBatcher(corpus.split()[0], config.batch, config.seq_len)
+    return batcher.batch, batcher.seq_len
+
+
+def estimate_for_corpus(config: TrainConfig, corpus: Corpus, matmul_flops: float) -> float:
+    """``estimate_chars_per_second`` at the B and T the trainer will use on this corpus."""
+    batch, seq_len = effective_shape(config, corpus)
+    return estimate_chars_per_second(replace(config, batch=batch, seq_len=seq_len), corpus.vocab.size,
+                                     matmul_flops)
+
+
 def light_copy(model: torch.nn.Module) -> dict[str, Tensor]:
     """The weights only (no optimizer state), detached and cloned to the CPU."""
     return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
@@ -165,7 +213,8 @@ def _locked(method: Callable) -> Callable:
 
 class LiveRun:
     """One session's training run: ``trainer``, ``corpus_name``, ``settings``, ``status`` and ``message``,
-    ``samples`` (SampleRecords, oldest first) and ``snapshots`` [(step, state_dict)], oldest first.
+    ``samples`` (SampleRecords, oldest first) and ``snapshots`` [(step, state_dict)], oldest first;
+    ``token`` is the key a RunRegistry finds it by (None until registered).
 
     Every method that trains or changes the run holds ``lock``; read the model under it too."""
 
@@ -183,6 +232,9 @@ class LiveRun:
         self.snapshot_every = settings.snapshot_every
         self.snapshots: list[tuple[int, dict[str, Tensor]]] = [(trainer.step, light_copy(trainer.model))]
         self.elapsed = 0.0  # wall seconds inside advance()
+        self.holds_out = holds_out(trainer.corpus)  # False: val is the training text, the model memorises it
+        self.sample_prime = sample_prime(trainer.corpus)  # scheduled samples start from this
+        self.token: str | None = None  # set by RunRegistry.register
         # Held while training or changing the run. A host may run two threads on one session for a moment
         # (Streamlit starts a new script thread on a click while the old one finishes its chunk); whoever
         # reads the weights (sampling, a checkpoint) holds it too, so they never see half an update.
@@ -363,9 +415,10 @@ class LiveRun:
     def _evaluate_and_sample(self) -> None:
         trainer, settings = self.trainer, self.settings
         val = trainer.evaluate(max_chars=settings.eval_chars)
-        text = generate(trainer.model, trainer.vocab, "", settings.sample_length, settings.temperature,
+        prime = self.sample_prime
+        text = generate(trainer.model, trainer.vocab, prime, settings.sample_length, settings.temperature,
                         seed=trainer.config.seed)
-        self.samples.append(SampleRecord(trainer.step, val.val_loss, text))
+        self.samples.append(SampleRecord(trainer.step, val.val_loss, prime + text, prime))
 
     def _snapshot(self) -> None:
         """Keep the weights of this step; when more than MAX_SNAPSHOTS, drop every other one (the spacing
@@ -393,6 +446,82 @@ class LiveRun:
             "The steps were too large for the loss surface: lower the learning rate or turn gradient clipping "
             "on, apply that to this run, and press Start to continue."
         )
+
+
+class RunRegistry:
+    """Live runs found again by the unguessable token in their address (``?run=<token>``).
+
+    A reload or a new tab starts a new session; with the token it takes up the same LiveRun, while a
+    session that holds the run is still alive (its tab open, or closed less than the host's
+    disconnected-session TTL ago: ``alive`` says which). The registry holds runs weakly, so it never keeps a
+    model longer than the sessions do, and it keys them by the token's SHA-256, so that a lookup compares
+    digests, not the secret. Without the token there is no way to a run: nothing lists them.
+    """
+
+    TOKEN_BYTES = 32  # secrets.token_urlsafe(32): 256 random bits, 43 characters
+
+    @dataclass
+    class _Entry:
+        run: weakref.ref  # weakref.ref[LiveRun]
+        holders: set  # the sessions that hold the run
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._entries: dict[str, RunRegistry._Entry] = {}
+
+    @staticmethod
+    def _digest(token: str) -> str:
+        return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def register(self, run: LiveRun, holder: Hashable) -> str:
+        """Give ``run`` a fresh token (``run.token``), held by ``holder``; a registered run gains the holder."""
+        with self._lock:
+            self._purge_dead()
+            entry = self._entries.get(self._digest(run.token)) if run.token else None
+            if entry is None or entry.run() is not run:
+                run.token = secrets.token_urlsafe(self.TOKEN_BYTES)
+                entry = RunRegistry._Entry(weakref.ref(run), set())
+                self._entries[self._digest(run.token)] = entry
+            entry.holders.add(holder)
+            return run.token
+
+    def attach(self, token: str, holder: Hashable, alive: Callable[[Hashable], bool]) -> LiveRun | None:
+        """The run of ``token`` for ``holder`` (who then holds it too), or None when the token is unknown, or
+        its run is gone: every session that held it has ended (``alive`` is False for all of them)."""
+        with self._lock:
+            self._purge_dead()
+            key = self._digest(token)
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            entry.holders = {h for h in entry.holders if h == holder or alive(h)}
+            run = entry.run()
+            if run is None or not entry.holders:
+                del self._entries[key]
+                return None
+            entry.holders.add(holder)
+            return run
+
+    def release(self, token: str | None, holder: Hashable) -> None:
+        """``holder`` lets the run go (Reset); the run is forgotten once nobody holds it."""
+        if not token:
+            return
+        with self._lock:
+            key = self._digest(token)
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry.holders.discard(holder)
+                if not entry.holders:
+                    del self._entries[key]
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._purge_dead()
+            return len(self._entries)
+
+    def _purge_dead(self) -> None:
+        for key in [k for k, e in self._entries.items() if e.run() is None]:
+            del self._entries[key]
 
 
 def with_budget(settings: LiveSettings, step_budget: int) -> LiveSettings:

@@ -162,3 +162,28 @@ def context_html(text: str, position: int, before: int = 80, after: int = 30) ->
         f'<span style="color: {PALETTE["theory"]};">{html.escape(text[position + 1 : position + 1 + after])}</span>'
         "</div>"
     )
+
+
+def training_text_html(text: str, inside: int, training: str) -> str:
+    """A sample as HTML, split where it leaves the training text: the first ``inside`` characters (found in
+    ``training``) on green, the rest on red with a marker at the boundary, and a legend in words.
+
+    Every piece of text is escaped with html.escape and the colours are constants, so user text can never
+    become markup."""
+    def tinted(part: str, colour: str) -> str:
+        return (f'<span style="background: {colour}22; border-bottom: 3px solid {colour}; padding: 1px 0;">'
+                f"{html.escape(part)}</span>") if part else ""
+
+    left = text[inside:]
+    marker = (f'<span style="color: {PALETTE["input"]}; font-weight: bold;" title="leaves the training text">'
+              "▏</span>") if left else ""
+    legend = (f'in the training text “{html.escape(training)}”' if len(training) <= 40
+              else "in the training text")
+    return (
+        '<div style="font-family: monospace; font-size: 1.05rem; white-space: pre-wrap; word-break: break-all; '
+        'line-height: 1.7;">'
+        f'{tinted(text[:inside], PALETTE["hidden"])}{marker}{tinted(left, PALETTE["input"])}</div>'
+        f'<div style="font-size: 0.85rem; color: {PALETTE["theory"]}; margin-top: 2px;">'
+        f'<span style="border-bottom: 3px solid {PALETTE["hidden"]};">{legend}</span> · '
+        f'<span style="border-bottom: 3px solid {PALETTE["input"]};">past it: never seen in training</span></div>'
+    )

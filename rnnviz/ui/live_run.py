@@ -1,22 +1,28 @@
-"""The live-training page's run: this session's LiveRun, the server's training slots, the control callbacks
-and the panels that show progress, curves and samples.
+"""The live-training page's run: this session's LiveRun, its address, the server's training slots, the
+control callbacks and the panels that show progress, curves and samples.
 
 The run lives in ``st.session_state[LIVE_RUN_KEY]`` (the hidden-cell explorer reads it too). Buttons are
 ``on_click`` callbacks: they run before the page reruns and never while a chunk trains, so a click at
 worst waits for the chunk in flight. The slots are one process-wide ``TrainingSlots`` (a coordination
 object, not a model) in ``st.cache_resource``.
+
+Every run gets an unguessable token, kept in the page's address as ``?run=<token>``. A reload or a new tab
+is a new session: it finds the run again through the process's ``RunRegistry`` while a session that holds
+the run is still alive (open, or closed less than ``server.disconnectedSessionTTL`` ago). Nothing else
+leads to a run, so a student without the token sees none of another's.
 """
 
 from __future__ import annotations
 
 import os
+import time
 import uuid
 
 import numpy as np
 import streamlit as st
 
 from rnnviz.charlm.corpus import BUILTIN_CORPORA
-from rnnviz.charlm.live import LiveRun, Status
+from rnnviz.charlm.live import LiveRun, RunRegistry, Status, leaves_training_text
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.core.runtime import physical_cores
 from rnnviz.figures import live as figures
@@ -25,13 +31,16 @@ from rnnviz.ui.live_setup import (
     SOURCES,
     PendingRun,
     active_corpus,
+    adopt_run,
     download_shakespeare,
     key,
+    memorises,
     needs_download,
     pending_run,
     retunable_changes,
 )
 from rnnviz.ui.models import LIVE_RUN_KEY
+from rnnviz.ui.sessions import current_session_id, session_alive
 from rnnviz.ui.widgets import literal, plot
 
 CHUNK_SECONDS = 0.4  # training per fragment rerun: a click waits at most this long
@@ -39,11 +48,21 @@ RERUN_EVERY = 0.25  # seconds between the running fragment's reruns (a rerun tha
 LEASE_SECONDS = 20.0  # a tab that stops asking for chunks gives its slot up after this long
 CONFIRM_RESET_AFTER_S = 60.0  # Reset asks first once the model has trained this long
 HISTORY_SHOWN = 40  # samples listed, newest first
+# While a run trains, its curves are redrawn at most this often. Streamlit gives a plotly chart a new identity
+# whenever its data change, so the browser draws it from scratch, blank for a moment (about 0.3 s on 2 busy
+# cores): redrawn on every chunk the curves blinked on the projector; the numbers above them still update.
+CURVES_EVERY_S = 2.0
+LEAVES_SHOWN = 60  # characters of the latest "hello" sample drawn split where it leaves the training text
+LOSS_HEIGHT = 290  # px: the loss curve fits the first screen beside the latest sample
+CURVES = key("curves")  # (run id, step, bits, built at, loss figure, gradient figure)
 
 OWNER = key("owner")
 PENDING_ACTION = key("pending_action")  # "start" or "step", waiting for Tiny Shakespeare's download
 CONFIRM_RESET = key("confirm_reset")
 NOTICE = key("notice")  # (kind, text) from a callback, shown once above the controls
+RUN_PARAM = "run"  # ?run=<token>: the address that finds this session's run again
+LET_GO = key("let_go")  # tokens of runs this session reset: never taken up again from its address
+BITS = key("bits")  # losses in bits/char
 
 
 def slot_capacity() -> int:
@@ -57,13 +76,70 @@ def training_slots() -> TrainingSlots:
     return TrainingSlots(slot_capacity(), lease_seconds=LEASE_SECONDS)
 
 
+@st.cache_resource(show_spinner=False)
+def run_registry() -> RunRegistry:
+    """The one RunRegistry of this server process: runs by token, held weakly, listed nowhere."""
+    return RunRegistry()
+
+
 def owner() -> str:
-    """This session's id in the slot queue."""
+    """Who queues for a slot: the run's token (two tabs on one run share its slot), else this session."""
+    run = current_run()
+    if run is not None and run.token:
+        return run.token
     return st.session_state.setdefault(OWNER, uuid.uuid4().hex)
+
+
+def _holder() -> str:
+    """This session, as a holder of runs in the registry."""
+    return current_session_id() or st.session_state.setdefault(OWNER, uuid.uuid4().hex)
 
 
 def current_run() -> LiveRun | None:
     return st.session_state.get(LIVE_RUN_KEY)
+
+
+def gone_notice() -> str:
+    ttl = st.get_option("server.disconnectedSessionTTL")
+    return (f"This address names a live run that this server does not hold (any more): its tab was closed more "
+            f"than {ttl} s ago, it was reset, the server restarted, or the address is not whole. Nothing of it "
+            "can be shown; press Start for a new run.")
+
+
+def take_up_run_from_address() -> None:
+    """Before anything is drawn: a session opened on ``?run=<token>`` takes up that run, with its settings.
+
+    An unknown or expired token is said in words and dropped from the address. A run this session holds
+    without a token yet (put there by a test, or before this page had addresses) gets one."""
+    run = current_run()
+    registry = run_registry()
+    if run is not None and run.token is None:
+        registry.register(run, _holder())
+    token = st.query_params.get(RUN_PARAM)
+    if not token or (run is not None and token == run.token):
+        return
+    let_go = token in st.session_state.get(LET_GO, ())
+    found = None if let_go else registry.attach(token, _holder(), session_alive)
+    if found is None:
+        del st.query_params[RUN_PARAM]
+        if not let_go:
+            _notice("warning", gone_notice())
+        return
+    if run is not None:
+        registry.release(run.token, _holder())
+    st.session_state[LIVE_RUN_KEY] = found
+    st.session_state.pop(CONFIRM_RESET, None)
+    adopt_run(found)
+    st.toast(f"Your run is back: step {found.step:,} on {literal(found.corpus_name)}.", icon=":material/restore:")
+
+
+def keep_run_in_address(run: LiveRun | None) -> None:
+    """``?run=<token>`` names this session's run (beside the settings' own link parameters); none without one."""
+    token = run.token if run is not None else None
+    if token and st.query_params.get(RUN_PARAM) != token:
+        st.query_params[RUN_PARAM] = token
+    elif token is None and RUN_PARAM in st.query_params:
+        del st.query_params[RUN_PARAM]
 
 
 def _selected_builtin_needs_download() -> bool:
@@ -86,6 +162,7 @@ def _create_run() -> LiveRun | None:
         _notice("error", " ".join(pending.problems))
         return None
     run = LiveRun.create(pending.config, corpus, pending.settings)
+    run_registry().register(run, _holder())
     st.session_state[LIVE_RUN_KEY] = run
     return run
 
@@ -130,6 +207,10 @@ def on_reset() -> None:
 
 def _reset() -> None:
     training_slots().release(owner())
+    run = current_run()
+    if run is not None and run.token:
+        run_registry().release(run.token, _holder())
+        st.session_state[LET_GO] = (*st.session_state.get(LET_GO, ()), run.token)
     st.session_state.pop(LIVE_RUN_KEY, None)
     st.session_state.pop(CONFIRM_RESET, None)
     st.session_state.pop(PENDING_ACTION, None)
@@ -206,7 +287,7 @@ def controls(run: LiveRun | None, pending: PendingRun) -> None:
     notice = st.session_state.pop(NOTICE, None)
     if notice is not None:
         kind, text = notice
-        (st.error if kind == "error" else st.info)(text)
+        {"error": st.error, "warning": st.warning}.get(kind, st.info)(text)
 
 
 def run_summary(run: LiveRun) -> str:
@@ -217,7 +298,9 @@ def run_summary(run: LiveRun) -> str:
 
 
 def status_line(run: LiveRun) -> None:
-    """The run's status in words; a halt also links to the page on exploding gradients."""
+    """The run's status in words: a halt, a wait or the end as a box (a halt also links to the page on
+    exploding gradients); training and pauses as one quiet line, with what the run is."""
+    about = f"This run: {run_summary(run)}. Its address finds it again after a reload."
     if run.status == Status.HALTED:
         st.error(run.message, icon=":material/error:")
         st.page_link("app_pages/gradient_decay.py", label="Why gradients explode: the Gradient decay page",
@@ -227,7 +310,10 @@ def status_line(run: LiveRun) -> None:
     elif run.status == Status.FINISHED:
         st.success(run.message, icon=":material/check_circle:")
     else:
-        st.info(run.message, icon=":material/info:")
+        icon = ":material/play_circle:" if run.status == Status.RUNNING else ":material/info:"
+        st.caption(f"{icon} {literal(run.message)} {about}")
+        return
+    st.caption(about)
 
 
 # --- Progress, curves and samples -------------------------------------------------------------------------
@@ -240,6 +326,11 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"{seconds} s"
 
 
+def bits() -> bool:
+    """Losses in bits/char (the toggle is drawn below the charts it changes)."""
+    return bool(st.session_state.get(BITS, False))
+
+
 def progress_panel(run: LiveRun, bits: bool) -> None:
     """The bar toward the step budget with speed and time, and the latest losses beside the uniform guess."""
     progress = run.progress()
@@ -250,36 +341,82 @@ def progress_panel(run: LiveRun, bits: bool) -> None:
     history = run.trainer.history
     recent = float(np.mean([r.loss for r in history[-10:]])) * scale if history else None
     val = run.trainer.evals[-1].val_loss * scale if run.trainer.evals else None
+    held_out = ("On the held-out last 10% of the text" if run.holds_out
+                else "On the training text itself: nothing of this corpus is held out")
     cols = st.columns(5)
     cols[0].metric("Step", f"{progress.step:,}")
     cols[1].metric("Train loss", f"{recent:.3f}" if recent is not None else "—",
                    help=f"Mean cross-entropy over the last 10 optimizer steps, in {unit}.")
     cols[2].metric("Val loss", f"{val:.3f}" if val is not None else "—",
-                   help=f"On the held-out last 10% of the text, at the last sample, in {unit}.")
+                   help=f"{held_out}, at the last sample, in {unit}.")
     cols[3].metric("Uniform guess", f"{run.uniform_loss * scale:.3f}",
                    help=f"{'log₂' if bits else 'ln'} V: the loss of a model that gives every one of the V characters "
                    f"probability 1/V, in {unit}.")
     cols[4].metric("Chars/s", f"{progress.chars_per_s:,.0f}",
-                   help="Training throughput B·T per step, median of the last 20 steps.")
+                   help=f"Training throughput B·T per step (here B·T = {run.trainer.chars_per_step:,}), median of "
+                   "the last 20 steps.")
 
 
-def curves(run: LiveRun, bits: bool) -> None:
+def _curves(run: LiveRun, bits: bool):
+    """The loss and gradient-norm figures, rebuilt at most every CURVES_EVERY_S while the run trains (the same
+    figure again keeps the chart as it is drawn), and always for a run that stands still."""
+    held = st.session_state.get(CURVES)
+    now = time.monotonic()
+    if (held is not None and held[:3] == (id(run), run.step, bits)) or (
+            held is not None and held[0] == id(run) and held[2] == bits and run.is_active
+            and now - held[3] < CURVES_EVERY_S):
+        return held[4], held[5]
     history, evals = run.trainer.history, run.trainer.evals
-    if not history:
-        st.caption("The curves appear after the first step.")
+    loss = figures.loss_figure([r.step for r in history], [r.loss for r in history], [e.step for e in evals],
+                               [e.val_loss for e in evals], run.trainer.vocab.size, bits)
+    loss.update_layout(height=LOSS_HEIGHT)
+    grad = figures.grad_norm_figure([r.step for r in history], [r.grad_norm for r in history],
+                                    run.trainer.config.clip)
+    st.session_state[CURVES] = (id(run), run.step, bits, now, loss, grad)
+    return loss, grad
+
+
+def loss_curve(run: LiveRun, bits: bool) -> None:
+    if not run.trainer.history:
+        st.caption("The loss curve appears after the first step.")
         return
-    cols = st.columns(2)
-    with cols[0]:
-        plot(figures.loss_figure([r.step for r in history], [r.loss for r in history], [e.step for e in evals],
-                                 [e.val_loss for e in evals], run.trainer.vocab.size, bits), key=key("loss_chart"))
-    with cols[1]:
-        plot(figures.grad_norm_figure([r.step for r in history], [r.grad_norm for r in history],
-                                      run.trainer.config.clip), key=key("grad_chart"))
+    plot(_curves(run, bits)[0], key=key("loss_chart"))
+
+
+def grad_curve(run: LiveRun, bits: bool) -> None:
+    if run.trainer.history:
+        plot(_curves(run, bits)[1], key=key("grad_chart"))
 
 
 def _sample_label(record, bits: bool) -> str:
     loss = record.val_loss / np.log(2) if bits else record.val_loss
     return f"**Step {record.step:,}** · val loss {loss:.3f} {'bits' if bits else 'nats'}/char"
+
+
+def where_it_leaves(text: str, training: str, shown: int | None = None) -> None:
+    """For a corpus with nothing held out: the sample split where it leaves the training text (its first
+    ``shown`` characters, when given, and how many there are in all)."""
+    inside = leaves_training_text(text, training)
+    cut = text if shown is None or len(text) <= shown else text[:max(shown, inside + 1)]
+    st.html(figures.training_text_html(cut, min(inside, len(cut)), training))
+    if len(cut) < len(text):
+        st.caption(f"Its first {len(cut)} of {len(text):,} characters.")
+
+
+def latest_sample(run: LiveRun, bits: bool) -> None:
+    """The newest scheduled sample, what the class reads while the model trains."""
+    if not run.samples:
+        st.caption("The first sample is drawn when training starts.")
+        return
+    record = run.samples[-1]
+    st.markdown(f"Latest sample · {_sample_label(record, bits)}")
+    primed = f" after the prime “{literal(record.prime)}”" if record.prime else ""
+    if run.holds_out:
+        st.code(record.text, language=None, wrap_lines=True)
+    else:  # the text it was trained on is all there is: show where the sample leaves it, and why
+        where_it_leaves(record.text, run.trainer.corpus.text, shown=LEAVES_SHOWN)
+        st.caption(memorises(run.corpus_name, run.trainer.corpus.text))
+    st.caption(f"τ = {run.settings.temperature:g}, the same seed every time{primed}: only the weights differ.")
 
 
 def compare_sample(run: LiveRun, step: int = 100):
@@ -307,3 +444,25 @@ def sample_history(run: LiveRun, bits: bool) -> None:
         for record in reversed(run.samples[-HISTORY_SHOWN:]):
             st.markdown(_sample_label(record, bits))
             st.code(record.text, language=None, wrap_lines=True)
+
+
+def watch_panel(run: LiveRun) -> None:
+    """What a class watches, on the first screen: the status, the progress, the loss curve beside the latest
+    sample; then the gradient norm and every sample so far."""
+    in_bits = bits()
+    status_line(run)
+    progress_panel(run, in_bits)
+    curve_col, sample_col = st.columns([3, 2], gap="medium")
+    with curve_col:
+        loss_curve(run, in_bits)
+    with sample_col:
+        latest_sample(run, in_bits)
+    st.subheader("Samples along the way")
+    st.caption(f"Every {run.settings.sample_every} steps the model writes {run.settings.sample_length} characters "
+               f"from the same seed at τ = {run.settings.temperature:g}, so only its weights differ. Newest first.")
+    grad_col, history_col = st.columns(2, gap="medium")
+    with grad_col:
+        st.toggle("Losses in bits/char (÷ ln 2) instead of nats/char", key=BITS, persist_state="session")
+        grad_curve(run, in_bits)
+    with history_col:
+        sample_history(run, in_bits)

@@ -12,7 +12,8 @@ from typing import Any
 import streamlit as st
 
 from rnnviz.charlm.checkpoint import CheckpointError, checkpoint_bytes, export_script, load_checkpoint
-from rnnviz.charlm.corpus import CorpusError
+from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError
+from rnnviz.charlm.live import holds_out
 from rnnviz.charlm.sample import ExposureBias, NextCharTable, exposure_bias, next_char_distribution
 from rnnviz.charlm.sample_request import (
     MAX_SAMPLE_LENGTH,
@@ -36,6 +37,8 @@ PASSAGE_CHARS, PREFIX_CHARS = 240, 80  # exposure bias: a held-out passage and t
 PINNED = key("pinned")  # ((source key, model id), step): the weights the shown samples were drawn from
 CHECKPOINT_RESULT = key("checkpoint_result")  # (file_id, error or None) of the last checkpoint upload
 SOURCES_SEEN = key("sources_seen")  # the model sources offered last time
+LABEL_SHOWN = key("model_label")  # (source key, label) the model box showed last
+PRIME_DEFAULT = key("prime_default")  # (source key, the prime it was given by default)
 
 
 def memo(name: str, memo_key: Hashable, compute: Callable[[], Any]) -> Any:
@@ -99,17 +102,51 @@ def choose_source() -> ModelSource | None:
         st.info("Train a model above (Start or Step), or upload a checkpoint below, and sample it here.",
                 icon=":material/info:")
         return None
-    appeared = [k for k in ("live", "uploaded") if k in sources and k not in st.session_state.get(SOURCES_SEEN, ())]
-    st.session_state[SOURCES_SEEN] = tuple(sources)
+    state = st.session_state
+    appeared = [k for k in ("live", "uploaded") if k in sources and k not in state.get(SOURCES_SEEN, ())]
+    state[SOURCES_SEEN] = tuple(sources)
     if appeared:  # the session's own model has just appeared (trained or uploaded): sample it
-        st.session_state[key("model_source")] = appeared[0]
+        state[key("model_source")] = appeared[0]
+    current = state.get(key("model_source"))
+    if current in sources and state.get(LABEL_SHOWN, (current, sources[current].label)) != (
+            current, sources[current].label):
+        # The live model's label names its step. The browser keeps the label it was last sent for a box
+        # whose value did not change, so give it the value again: it then shows the new label.
+        state[key("model_source")] = current
     chosen = st.selectbox("Model", list(sources), format_func=lambda k: sources[k].label, key=key("model_source"))
+    state[LABEL_SHOWN] = (chosen, sources[chosen].label)
     return sources[chosen]
+
+
+def memorised_text(source: ModelSource) -> str | None:
+    """The whole training text of a model whose corpus held nothing out (the "hello" toy), else None."""
+    run = current_run()
+    if source.key == "live" and run is not None:
+        corpus = run.trainer.corpus
+    elif source.corpus in BUILTIN_CORPORA and not needs_download(source.corpus):
+        corpus = builtin_corpus(source.corpus)
+    else:
+        return None
+    return None if holds_out(corpus) else corpus.text
+
+
+def _default_prime(source: ModelSource) -> None:
+    """A model of "hello" is primed with its first character, "h", so that it spells the word; other models
+    start empty. Applied when the model changes, unless a prime of one's own was typed."""
+    state = st.session_state
+    held = state.get(PRIME_DEFAULT)
+    if held is not None and held[0] == source.key:
+        return
+    training = memorised_text(source)
+    default = training[0] if training else ""
+    if state.get(key("prime"), "") in ("", held[1] if held else ""):
+        state[key("prime")] = default
+    state[PRIME_DEFAULT] = (source.key, default)
 
 
 def sample_request(source: ModelSource) -> SampleRequest | None:
     """The sampling widgets, checked; errors and corrections are shown in words."""
-    st.session_state.setdefault(key("prime"), "")
+    _default_prime(source)
     st.session_state.setdefault(key("length"), 200)
     st.session_state.setdefault(key("strategy"), "temperature")
     st.session_state.setdefault(key("temperature"), 0.8)
@@ -117,7 +154,8 @@ def sample_request(source: ModelSource) -> SampleRequest | None:
     st.session_state.setdefault(key("beam_width"), 5)
     cols = st.columns([3, 1])
     cols[0].text_input("Prime text", key=key("prime"), max_chars=500, **KEEP,
-                       help="The model reads this first, then continues it. Empty starts from a new line.")
+                       help="The model reads this first, then continues it. Empty starts from a new line (a model of "
+                       "\"hello\" starts from \"h\").")
     cols[1].number_input("Length", key=key("length"), step=50, **KEEP,
                          help=f"Characters to generate, 1 to {MAX_SAMPLE_LENGTH:,}.")
     strategy = st.radio("Strategy", list(STRATEGY_LABELS), format_func=STRATEGY_LABELS.get, horizontal=True,

@@ -28,9 +28,13 @@ from rnnviz.charlm.live import (
     MAX_CORPUS_BYTES,
     MAX_PARAMETERS,
     MAX_STEP_BUDGET,
+    LiveRun,
     LiveSettings,
     count_parameters,
+    effective_shape,
     estimate_chars_per_second,
+    estimate_for_corpus,
+    holds_out,
     measure_matmul_flops,
 )
 from rnnviz.charlm.train import DEFAULT_PRESET, OPTIMIZERS, PRESETS, Preset, TrainConfig
@@ -158,6 +162,63 @@ def _sync_scale_from_lr() -> None:
 # --- Widgets ----------------------------------------------------------------------------------------------
 
 
+def preset_for(config: TrainConfig, corpus_name: str, current: str | None) -> str | None:
+    """The preset a run's config was built from: one whose settings that have no widget (embedding width,
+    learning-rate schedule, …) equal the config's, the current one first, then one for the run's corpus."""
+    shown = {"kind", "layers", "hidden", "embedding", "dropout", "optimizer", "lr", "batch", "seq_len", "clip",
+             "forget_bias", "seed"}  # set by widgets (and the sidebar's seed)
+    matching = [name for name, p in PRESETS.items()
+                if all(getattr(p.config, f.name) == getattr(config, f.name) for f in fields(TrainConfig)
+                       if f.name not in shown)]
+    ranked = sorted(matching, key=lambda name: (name != current, PRESETS[name].corpus != corpus_name))
+    return ranked[0] if ranked else None
+
+
+def adopt_run(run: LiveRun) -> None:
+    """Set every setting widget to the values ``run`` was built with, and its corpus as the next one: a
+    session that takes up a run from its address shows that run's settings, not the defaults."""
+    config, state = run.trainer.config, st.session_state
+    preset = preset_for(config, run.corpus_name, state.get(key("preset")))
+    if preset is not None:
+        state[key("preset")] = preset
+    state.update({
+        key("kind"): config.kind, key("layers"): config.layers, key("hidden"): config.hidden,
+        key("embedding"): config.embedding, key("dropout"): config.dropout, key("optimizer"): config.optimizer,
+        key("lr"): config.lr, key("lr_scale"): _nearest(LR_OPTIONS, config.lr), key("batch"): config.batch,
+        key("seq_len"): config.seq_len, key("clip_on"): config.clip is not None,
+        key("clip"): _nearest(CLIP_OPTIONS, config.clip or 1.0),
+        key("forget_bias_on"): config.forget_bias is not None,
+        key("forget_bias"): config.forget_bias if config.forget_bias is not None else 1.0,
+        key("budget"): run.settings.step_budget, key("sample_every"): run.settings.sample_every,
+    })  # fmt: skip
+    if run.settings.sample_every not in SAMPLE_EVERY_OPTIONS:
+        state[key("sample_every")] = sample_every_for(run.settings.step_budget)
+    corpus = run.trainer.corpus
+    if corpus.name in BUILTIN_CORPORA:
+        state[key("source")], state[key("builtin")] = SOURCES[0], corpus.name
+    else:  # an upload or pasted text: the run's own text stays the next run's corpus
+        state[key("source")] = SOURCES[1]
+    state[ACTIVE_CORPUS] = corpus
+
+
+def _chosen_corpus_name() -> str | None:
+    """The corpus the corpus widgets name right now (they are drawn after the preset)."""
+    state = st.session_state
+    if state.get(key("source"), SOURCES[0]) == SOURCES[0]:
+        return state.get(REVERT_BUILTIN) or state.get(key("builtin"))
+    corpus = active_corpus()
+    return corpus.name if corpus is not None else None
+
+
+def preset_note(preset: Preset, corpus_name: str | None) -> str:
+    """What the preset learns, and in how long, when it trains on its own corpus; on another corpus, that the
+    note is not about this one."""
+    if corpus_name in (None, preset.corpus):
+        return f"{preset.note} Tuned for about {preset.minutes:g} min on a 2-core CPU."
+    return (f"The {preset.name} settings, on {literal(corpus_name)} instead of {preset.corpus}: what they learn "
+            "there, and how fast, is for the run to show.")
+
+
 def preset_picker() -> Preset:
     picker, share = st.columns([6, 1], vertical_alignment="bottom")
     picker.selectbox("Preset", list(PRESETS), key=key("preset"), on_change=apply_preset, **KEEP,
@@ -166,7 +227,7 @@ def preset_picker() -> Preset:
     with share:
         share_link(LINK)
     preset = PRESETS[st.session_state[key("preset")]]
-    st.caption(f"{preset.note} Tuned for about {preset.minutes:g} min on a 2-core CPU.")
+    st.caption(preset_note(preset, _chosen_corpus_name()))
     return preset
 
 
@@ -343,8 +404,17 @@ def corpus_summary(corpus: Corpus | None, pending_download: str | None = None) -
         return
     st.markdown(f"Next run trains on **{literal(corpus.name)}**: {len(corpus):,} characters, vocabulary V = "
                 f"{corpus.vocab.size}.")
+    if not holds_out(corpus):
+        st.caption(memorises(corpus.name, corpus.text))
     with st.expander("Preview: the first 500 characters"):
         st.code(corpus.text[:500], language=None, wrap_lines=True)
+
+
+def memorises(name: str, text: str) -> str:
+    """One sentence on a corpus with nothing held out: why its loss reaches 0 and its samples run on."""
+    return (f"Nothing of {literal(name)} is held out: train and val are the same {len(text):,} characters, so the "
+            f"model memorises them, the loss falls to 0, and after the final “{literal(text[-1])}”, which nothing "
+            "ever follows in training, it can only guess.")
 
 
 # --- Settings → config ------------------------------------------------------------------------------------
@@ -359,6 +429,7 @@ class PendingRun:
     problems: tuple[str, ...]  # plain words, one sentence each
     parameters: int | None  # of the model the settings describe
     chars_per_s: float | None  # estimated training speed on this server
+    shape: tuple[int, int] | None = None  # (B, T) the trainer will use on the corpus: a short text shrinks them
 
 
 def _learning_rate_problem(lr) -> str | None:
@@ -373,8 +444,9 @@ def _learning_rate_problem(lr) -> str | None:
     return None
 
 
-def pending_run(vocab_size: int | None) -> PendingRun:
-    """The TrainConfig and LiveSettings of the widgets for a corpus of ``vocab_size`` characters."""
+def pending_run(vocab_size: int | None, corpus: Corpus | None = None) -> PendingRun:
+    """The TrainConfig and LiveSettings of the widgets for a corpus of ``vocab_size`` characters; with the
+    corpus itself, the speed is estimated at the batch and length its text leaves the trainer."""
     state = st.session_state
     problems = []
     lr = state.get(key("lr"))
@@ -399,11 +471,25 @@ def pending_run(vocab_size: int | None) -> PendingRun:
     if parameters > MAX_PARAMETERS:
         problems.append(f"This model has {parameters:,} parameters; a session may train at most {MAX_PARAMETERS:,} "
                         "live. Use fewer layers or hidden units (or the command-line trainer, rnnviz train).")
-    speed = estimate_chars_per_second(config, vocab, matmul_flops())
+    shape = effective_shape(config, corpus) if corpus is not None else None
+    speed = (estimate_for_corpus(config, corpus, matmul_flops()) if corpus is not None
+             else estimate_chars_per_second(config, vocab, matmul_flops()))
     if problems:
-        return PendingRun(None, None, tuple(problems), parameters, speed)
+        return PendingRun(None, None, tuple(problems), parameters, speed, shape)
     settings = LiveSettings(step_budget=int(budget), sample_every=int(state[key("sample_every")]))
-    return PendingRun(config, settings, (), parameters, speed)
+    return PendingRun(config, settings, (), parameters, speed, shape)
+
+
+def speed_help(pending: PendingRun) -> str:
+    """How the speed estimate is made, and the batch and length it assumes."""
+    text = "From the model's size and this server's measured matmul rate; the run shows the real one."
+    if pending.config is not None and pending.shape is not None:
+        batch, seq_len = pending.shape
+        if (batch, seq_len) != (pending.config.batch, pending.config.seq_len):
+            text += (f" This text is too short for B = {pending.config.batch} streams of T = {pending.config.seq_len} "
+                     f"characters, so the trainer uses B = {batch}, T = {seq_len}: {batch * seq_len:,} characters a "
+                     "step, and the fixed cost of each step dominates.")
+    return text
 
 
 def retunable_changes(current: TrainConfig, pending: PendingRun) -> dict | None:

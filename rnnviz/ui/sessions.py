@@ -1,4 +1,5 @@
-"""Give a closed tab's session, and with it its model, back once Streamlit's disconnected-session TTL is up."""
+"""Sessions as the server holds them: give a closed tab's session, and with it its model, back once Streamlit's
+disconnected-session TTL is up, and tell whether a session is still held (for a reload that finds its run)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 import time
 
 from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -47,3 +49,23 @@ def collect_garbage(at_most_every: float = 5.0) -> bool:
         _collected_at[0] = now
     gc.collect()
     return True
+
+
+def current_session_id() -> str | None:
+    """The id of the session this script run belongs to (None outside a script run)."""
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
+
+
+def session_alive(session_id: str) -> bool:
+    """Whether the server still holds this session: its tab is open, or was closed less than
+    ``server.disconnectedSessionTTL`` ago (a reload within it may find what the session held).
+
+    Without a server runtime (AppTest) nothing can be told, so every session counts as alive and only the
+    weak references of the run registry decide."""
+    try:
+        manager = Runtime.instance()._session_mgr
+        get_info = manager.get_session_info
+    except (AttributeError, RuntimeError):
+        return True
+    return get_info(session_id) is not None
