@@ -37,10 +37,31 @@ from rnnviz.ui.explorer_choices import (
     select_cell,
     showcase,
 )
-from rnnviz.ui.widgets import literal, plot, seed
+from rnnviz.ui.widgets import literal, plot, seed, shared_figure, shared_value
 
 
-def colour_by_cell(trace, vocab, text: str, tracks: dict) -> tuple[CellId, int, int]:
+def _colouring(trace, vocab, text: str, cell: CellId, start: int, end: int) -> str:
+    """The legend and the window of text coloured by one cell, with a tooltip per character, as HTML."""
+    values = trace.cell(cell)
+    scale = colortext.scale_for(cell.quantity, values)
+    next_chars = [[vocab.chars[i] for i in row] for row in trace.next_ids[start:end]]
+    tips = colortext.cell_tooltips(text[start:end], values[start:end], cell.quantity, next_chars,
+                                   trace.next_probs[start:end], offset=start)
+    return (colortext.legend_html(scale, f"{QUANTITY_LABELS[cell.quantity]}, characters {start:,}–{end - 1:,} "
+                                  "(hover a character for its exact value and the model's top-5 next characters)",
+                                  observed=(float(np.nanmin(values)), float(np.nanmax(values))))
+            + colortext.colored_text_html(text[start:end], values[start:end], scale, tips))
+
+
+def _mini_colouring(trace, text: str, cell: CellId, mini: slice) -> str:
+    values = trace.cell(cell)
+    return colortext.colored_text_html(text[mini], values[mini], colortext.scale_for(cell.quantity, values),
+                                       font_size=12)
+
+
+def colour_by_cell(trace_key: tuple, trace, vocab, text: str, tracks: dict) -> tuple[CellId, int, int]:
+    """Section 1. ``trace_key`` (the model's id and the text) names the trace, so that what it draws for a
+    cell is built once per server process and shared (rnnviz.ui.widgets.shared_value)."""
     st.header("1. Colour the text by one cell")
     cols = st.columns([1, 1, 2, 3])
     cols[0].selectbox("Layer", list(range(trace.layers)), key=LAYER)
@@ -59,14 +80,7 @@ def colour_by_cell(trace, vocab, text: str, tracks: dict) -> tuple[CellId, int, 
     st.markdown(f"**{cell.label}**: correlation with each feature over all {len(text):,} characters: "
                 + ", ".join(f"{FEATURES[f].label} r = {r[f]:+.2f}" for f in tracks)
                 + f". Strongest: **{FEATURES[best].label}**.")
-    scale = colortext.scale_for(cell.quantity, values)
-    next_chars = [[vocab.chars[i] for i in row] for row in trace.next_ids[start:end]]
-    tips = colortext.cell_tooltips(text[start:end], values[start:end], cell.quantity, next_chars,
-                                   trace.next_probs[start:end], offset=start)
-    st.html(colortext.legend_html(scale, f"{QUANTITY_LABELS[cell.quantity]}, characters {start:,}–{end - 1:,} "
-                                  "(hover a character for its exact value and the model's top-5 next characters)",
-                                  observed=(float(np.nanmin(values)), float(np.nanmax(values))))
-            + colortext.colored_text_html(text[start:end], values[start:end], scale, tips))
+    st.html(shared_value(_colouring, trace, vocab, text, cell, start, end, key=(trace_key, cell, start, end)))
     if st.toggle("Heatmap: every unit of this layer over the window", key=f"{PAGE}_heatmap"):
         sort_col, shown_col = st.columns(2)
         sort_by = sort_col.selectbox("Sort the units by |r| with", list(tracks), key=f"{PAGE}_heatmap_sort",
@@ -80,7 +94,7 @@ def colour_by_cell(trace, vocab, text: str, tracks: dict) -> tuple[CellId, int, 
     return cell, start, end
 
 
-def find_cells(trace, rankings, baseline, text: str, tracks: dict) -> list[CellId]:
+def find_cells(trace_key: tuple, trace, rankings, baseline, text: str, tracks: dict) -> list[CellId]:
     st.header("2. Find cells automatically")
     st.markdown(f"Every cell (each layer, unit and quantity: {trace.values.shape[0] * trace.layers * trace.hidden:,} "
                 f"in all) is ranked by |r|, its correlation with each feature over the {len(text):,} characters. "
@@ -125,7 +139,6 @@ def find_cells(trace, rankings, baseline, text: str, tracks: dict) -> list[CellI
             f', on characters {mini_start:,}–{mini_start + MINI_CHARS - 1:,}:</div>'
             + colortext.colored_text_html(text[mini], track[mini], feature_scale, font_size=12))
     for rank, scored in enumerate(ranked, start=1):
-        values = trace.cell(scored.cell)
         left, middle, right = st.columns([2.3, 6.5, 1], vertical_alignment="center")
         detail = f"r = {scored.r:+.3f}"
         if scored.accuracy is not None:
@@ -133,8 +146,8 @@ def find_cells(trace, rankings, baseline, text: str, tracks: dict) -> list[CellI
             detail += f"; {scored.accuracy:.1%} when on ⇔ value {direction} {scored.threshold:.2f}"
         left.markdown(f"**{rank}. {scored.cell.label}**  \n{detail}")
         with middle:
-            st.html(colortext.colored_text_html(text[mini], values[mini], colortext.scale_for(scored.cell.quantity,
-                                                                                                values), font_size=12))
+            st.html(shared_value(_mini_colouring, trace, text, scored.cell, mini,
+                                 key=(trace_key, scored.cell, mini.start, mini.stop)))
         right.button("Show", key=f"{PAGE}_show_{rank}", on_click=select_cell, args=(scored.cell, window_start),
                      help="Colour the text above by this cell")
     chance = baseline[feature].by_correlation
@@ -198,7 +211,7 @@ def default_range(text: str, tracks: dict, start: int, end: int) -> tuple[int, i
     return span
 
 
-def pattern_search(trace, text: str, tracks: dict, cell: CellId, start: int, end: int) -> None:
+def pattern_search(trace_key: tuple, trace, text: str, tracks: dict, cell: CellId, start: int, end: int) -> None:
     st.header("3. Pattern search")
     col_quantity, col_mode, col_theta, col_before, col_after = st.columns([2, 2, 2, 1, 1])
     quantity = col_quantity.selectbox(f"Cells: layer {cell.layer}'s", list(trace.quantities),
@@ -239,8 +252,9 @@ def pattern_search(trace, text: str, tracks: dict, cell: CellId, start: int, end
     st.markdown(f"**{units.size} cell(s) on:** " + ", ".join(f"unit {u}" for u in units[:40])
                 + (" …" if units.size > 40 else ""))
     view_lo, view_hi = max(min(lo, start), lo - 300), min(max(hi, end), hi + 300)
-    plot(figures.pattern_lines_figure(block[view_lo:view_hi], units, text[view_lo:view_hi], view_lo, (lo, hi), theta),
-         key=f"{PAGE}_pattern_lines")
+    drawn = (trace_key, cell.layer, quantity, tuple(units.tolist()), view_lo, view_hi, lo, hi, theta)
+    plot(shared_figure(figures.pattern_lines_figure, block[view_lo:view_hi], units, text[view_lo:view_hi], view_lo,
+                       (lo, hi), theta, key=drawn), key=f"{PAGE}_pattern_lines")
     matches = match_ranges(block, units, theta, exclude=(lo, hi), target_length=hi - lo)
     if not matches:
         st.info("Nowhere else in the traced text are all of these cells on at once.")

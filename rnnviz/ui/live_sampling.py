@@ -41,8 +41,13 @@ LABEL_SHOWN = key("model_label")  # (source key, label) the model box showed las
 PRIME_DEFAULT = key("prime_default")  # (source key, the prime it was given by default)
 
 
-def memo(name: str, memo_key: Hashable, compute: Callable[[], Any]) -> Any:
-    """The last value computed under ``name``, recomputed only when ``memo_key`` changes."""
+def memo(name: str, memo_key: Hashable, compute: Callable[[], Any], shared: bool = False) -> Any:
+    """The last value computed under ``name``, recomputed only when ``memo_key`` changes.
+
+    ``shared``: the weights are a shipped model's, the same for every session, so the value is computed once
+    per process and shared; a class that opens the page at once samples the default model once, not 30 times."""
+    if shared:
+        return _shared_value(name, memo_key, compute)
     slot = f"{key('memo')}_{name}"
     held = st.session_state.get(slot)
     if held is not None and held[0] == memo_key:
@@ -50,6 +55,16 @@ def memo(name: str, memo_key: Hashable, compute: Callable[[], Any]) -> Any:
     value = compute()
     st.session_state[slot] = (memo_key, value)
     return value
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _shared_value(name: str, memo_key: Hashable, _compute: Callable[[], Any]) -> Any:
+    return _compute()
+
+
+def _shipped(source: ModelSource) -> bool:
+    """A shipped model: read-only weights shared by every session."""
+    return source.key.startswith("pretrained:")
 
 
 def _identity(source: ModelSource) -> tuple:
@@ -188,7 +203,7 @@ def sample(source: ModelSource, request: SampleRequest) -> SampleResult:
         pin_latest(source)  # new settings: sample the current weights
     st.session_state[key("last_request")] = request
     return memo("sample", (_identity(source), request),
-                _reading(source, lambda: run_sample(source.model, source.vocab, request)))
+                _reading(source, lambda: run_sample(source.model, source.vocab, request)), shared=_shipped(source))
 
 
 def side_by_side(source: ModelSource, request: SampleRequest) -> list[tuple[float, str]]:
@@ -199,12 +214,13 @@ def side_by_side(source: ModelSource, request: SampleRequest) -> list[tuple[floa
         return [(tau, run_sample(source.model, source.vocab, SampleRequest(
             request.prime, length, "temperature", tau, None, 1, request.seed)).text) for tau in SIDE_BY_SIDE]
 
-    return memo("side_by_side", (_identity(source), request.prime, length, request.seed), _reading(source, draw))
+    return memo("side_by_side", (_identity(source), request.prime, length, request.seed), _reading(source, draw),
+                shared=_shipped(source))
 
 
 def next_chars(source: ModelSource, text: str) -> NextCharTable:
     return memo("next_chars", (_identity(source), text), _reading(source, lambda: next_char_distribution(
-        source.model, source.vocab, text, k=min(TOP_NEXT, source.vocab.size))))
+        source.model, source.vocab, text, k=min(TOP_NEXT, source.vocab.size))), shared=_shipped(source))
 
 
 def held_out_passage(source: ModelSource) -> str | None:
@@ -231,7 +247,8 @@ def held_out_passage(source: ModelSource) -> str | None:
 def exposure(source: ModelSource, passage: str) -> ExposureBias:
     prefix = min(PREFIX_CHARS, max(1, len(passage) // 3))
     return memo("exposure", (_identity(source), passage),
-                _reading(source, lambda: exposure_bias(source.model, source.vocab, passage, prefix)))
+                _reading(source, lambda: exposure_bias(source.model, source.vocab, passage, prefix)),
+                shared=_shipped(source))
 
 
 # --- Save and load ----------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable
+from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -50,11 +51,17 @@ def shared_figure(build: Callable[..., go.Figure], *args, key: Hashable = ()) ->
     ``args`` are what ``build`` takes, and are not hashed. A class that opens a page at once with the default
     settings then pays for each figure once instead of once per student, and a student who moves a slider gets
     (and shares) the figure of the new value. Safe to share: ``st.plotly_chart`` only reads a figure."""
-    return _shared_figure(f"{build.__module__}.{build.__qualname__}", key, build, args)
+    return shared_value(build, *args, key=key)
 
 
-@st.cache_resource(show_spinner=False, max_entries=256)
-def _shared_figure(name: str, key: Hashable, _build: Callable[..., go.Figure], _args: tuple) -> go.Figure:
+def shared_value(build: Callable[..., Any], *args, key: Hashable = ()) -> Any:
+    """``build(*args)`` once per server process for each ``key``, shared by every session: the same contract as
+    ``shared_figure``, for any read-only value (an HTML string, a table)."""
+    return _shared_value(f"{build.__module__}.{build.__qualname__}", key, build, args)
+
+
+@st.cache_resource(show_spinner=False, max_entries=512)
+def _shared_value(name: str, key: Hashable, _build: Callable[..., Any], _args: tuple) -> Any:
     return _build(*_args)
 
 
