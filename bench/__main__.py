@@ -25,6 +25,7 @@ BENCHMARKS = [
     "live_estimate",
     "live_responsiveness",
     "memory_recipe",
+    "class_load",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
