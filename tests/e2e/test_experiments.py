@@ -1,5 +1,7 @@
 """Memory experiments in a real browser: the page loads, and each tab runs its quick settings."""
 
+from playwright.sync_api import expect
+
 from tests.e2e.harness import open_app_page, screenshot_whole_page, wait_idle
 
 RUN_TIMEOUT_MS = 240_000  # a quick run on two busy cores
@@ -26,15 +28,15 @@ def test_memory_experiments_run_quick_in_browser(page, base_url):
     panel = _run_quick(page, "1 · Delayed copy: RNN against LSTM", "12 runs in all", "Run the sweep",
                        "Measured (mean final accuracy over seeds)", toggle="A first look (too short to compare)")
     assert panel.get_by_text("D = 8: vanilla RNN").is_visible()
-    assert panel.locator(".js-plotly-plot").count() == 2
+    expect(panel.locator(".js-plotly-plot")).to_have_count(2, timeout=60_000)  # charts land after the text
     screenshot_whole_page(page, "memory-experiments-delay")
 
     panel = _run_quick(page, "3 · What recurrence costs", "T = 64 … 512", "Measure", "Attention time slope")
-    assert panel.locator(".js-plotly-plot").count() == 3
+    expect(panel.locator(".js-plotly-plot")).to_have_count(3, timeout=60_000)  # charts land after the text
     screenshot_whole_page(page, "memory-experiments-cost")
 
     panel = _run_quick(page, "2 · Conditioning on a vector", "30 steps each", "Train both variants",
                        "How long v matters")
     assert panel.get_by_text("Samples", exact=True).is_visible()
-    assert panel.locator(".js-plotly-plot").count() == 2
+    expect(panel.locator(".js-plotly-plot")).to_have_count(2, timeout=60_000)  # charts land after the text
     screenshot_whole_page(page, "memory-experiments-conditioning")
