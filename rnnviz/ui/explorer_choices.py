@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint
+from rnnviz.core.recurrent import KINDS
 from rnnviz.interpret import colortext
 from rnnviz.interpret.finder import (
     QUANTITIES,
@@ -78,7 +79,8 @@ def read_upload() -> None:
 
 
 def choose_model() -> ex.ModelSource:
-    sources = {s.key: s for s in model_sources()}
+    # The explorer reads cells (model.rnn's trace): recurrent models only, never a Transformer.
+    sources = {s.key: s for s in model_sources() if s.model.config.kind in KINDS}
     if not sources:
         st.error("There is no model to explore: the shipped models are missing from rnnviz/assets/models/ and this "
                  "session has not trained or uploaded one. Train one on the live-training page, or upload one below.")

@@ -1,0 +1,285 @@
+"""What "hidden state" means in an RNN, an LSTM and a Transformer, measured on trained character models.
+
+What each model carries from step t into step t+1 (everything it may use later about x_1…x_t):
+
+    RNN          h_t = tanh(W_xh x_t + b_xh + W_hh h_{t-1} + b_hh)            carries h_t           (L·H numbers)
+    LSTM         c_t = f_t ⊙ c_{t-1} + i_t ⊙ g_t,   h_t = o_t ⊙ tanh(c_t)     carries h_t and c_t   (2·L·H)
+    Transformer  Attn(X) = softmax(QKᵀ/√d + M) V, M the causal mask           carries K and V of every
+                                                                              position ≤ t, every layer (2·L·t·C)
+
+so the recurrent models carry a fixed size and the Transformer a cache that grows linearly with t (until its
+context of ``block_size`` positions is full: then the window slides and the cache stays at its full size).
+Every size here is measured from the tensors themselves (numel × element_size).
+
+**Memory probe.** For k = 1…K, a linear softmax probe p(x_{t−k} | z_t) = softmax(W z_t + b) is fitted on
+features z_t (the RNN's h_t; the LSTM's [h_t; c_t]; the Transformer's residual vector x_t⁽ℓ⁾ at position t of
+layer ℓ) to read the character k steps back; its accuracy on held-out positions, against the chance level of
+always answering the most common character, says how far back each state still holds the text.
+
+**Bottleneck.** The next-character loss −log p(x_{t+1} | x_{t−n+1}…x_t) when the model reads only the last n
+characters (from a fresh state, or a window of n for the Transformer), for n = 1…N.
+
+No streamlit here: pages call these functions and plot what they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from rnnviz.core.charmodel import CharModel, carried_nbytes
+from rnnviz.core.transformer import CharTransformer, KVCache
+
+Model = CharModel | CharTransformer
+ProgressFn = Callable[[float, str], None]
+
+
+# -- what each model carries -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CarriedTensor:
+    """One tensor a model carries into the next step, with its size measured from the tensor."""
+
+    name: str  # "h", "c", "K" or "V", with its layer: "h (layer 1)", "K (layer 2)"
+    shape: tuple[int, ...]  # as held: (N, H) for h and c; (N, h, t, d) for K and V
+    numel: int  # numbers held
+    nbytes: int  # numel × element_size
+    values: np.ndarray  # for plots: (H,) for h and c; (t, C) for K and V (heads side by side)
+
+
+@dataclass(frozen=True)
+class Carried:
+    """Everything a model carries from step t into step t+1."""
+
+    kind: str  # "rnn", "lstm", "gru" or "transformer"
+    t: int  # the last position read (0-based)
+    window_start: int  # first position the carried state covers directly (> 0 once a Transformer's window slides)
+    tensors: tuple[CarriedTensor, ...]
+
+    @property
+    def numel(self) -> int:
+        return sum(x.numel for x in self.tensors)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(x.nbytes for x in self.tensors)
+
+
+def _tensor(name: str, tensor: Tensor, values: Tensor) -> CarriedTensor:
+    return CarriedTensor(name, tuple(tensor.shape), tensor.numel(), tensor.numel() * tensor.element_size(),
+                         values.detach().float().cpu().numpy())
+
+
+@torch.no_grad()
+def carried_state(model: Model, ids: Tensor, t: int) -> tuple[Carried, Tensor | tuple[Tensor, Tensor] | KVCache]:
+    """What ``model`` carries into step t+1 after reading ids[0…t] (ids 1-D), and the raw state itself.
+
+    Recurrent: the fast path's final state, h (L, 1, H), and c for an LSTM. Transformer: the KVCache of
+    ``prefill`` over the last ``block_size`` characters up to t (its window)."""
+    model.eval()
+    x = ids[: t + 1].view(1, -1)  # (1, t+1)
+    if isinstance(model, CharTransformer):
+        _, cache = model.prefill(x)
+        start = t + 1 - cache.length
+        tensors = []
+        for layer, (k, v) in enumerate(zip(cache.keys, cache.values), start=1):
+            for name, z in (("K", k), ("V", v)):
+                flat = z[0].transpose(0, 1).reshape(z.size(2), -1)  # (t, C): heads side by side
+                tensors.append(_tensor(f"{name} (layer {layer})", z, flat))
+        return Carried("transformer", t, start, tuple(tensors)), cache
+    _, _, state = model(x)
+    parts = (("h", state[0]), ("c", state[1])) if isinstance(state, tuple) else (("h", state),)
+    tensors = []
+    for name, z in parts:  # z (L, 1, H)
+        for layer in range(z.size(0)):
+            tensors.append(_tensor(f"{name} (layer {layer + 1})", z[layer], z[layer, 0]))
+    return Carried(model.config.kind, t, 0, tuple(tensors)), state
+
+
+@torch.no_grad()
+def carried_bytes_curve(model: Model, ids: Tensor) -> np.ndarray:
+    """Bytes carried into step t+1 for t = 0…T−1, measured from the state tensors after each step.
+
+    Steps the model one character at a time, as sampling does: the recurrent state, or the Transformer's
+    KVCache through ``prefill`` and ``step``."""
+    model.eval()
+    out = np.zeros(len(ids), dtype=np.int64)
+    if isinstance(model, CharTransformer):
+        _, cache = model.prefill(ids[:1].view(1, 1))
+        out[0] = carried_nbytes(cache)
+        for t in range(1, len(ids)):
+            _, cache = model.step(ids[t].view(1), cache)
+            out[t] = carried_nbytes(cache)
+        return out
+    state = None
+    for t in range(len(ids)):
+        _, _, state = model(ids[t].view(1, 1), state=state)
+        out[t] = carried_nbytes(state)
+    return out
+
+
+@torch.no_grad()
+def attention_at(model: CharTransformer, ids: Tensor, t: int) -> tuple[int, np.ndarray]:
+    """(window start s₀, weights (L, h, t − s₀ + 1)): how position t attends to positions s₀…t, per layer and head.
+
+    The window is the last ``block_size`` characters up to t; row t of softmax(QKᵀ/√d + M) for each head."""
+    model.eval()
+    start = max(0, t + 1 - model.block_size)
+    _, trace = model.trace(ids[start : t + 1].view(1, -1))
+    return start, trace.attention[:, 0, :, -1, :].numpy()  # (L, h, t − start + 1)
+
+
+# -- memory probes -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """How the memory probes are fitted."""
+
+    max_k: int = 8  # K: probe the characters 1…K steps back
+    chars: int = 3000  # characters of text read (positions probed: those with k earlier characters in view)
+    train_fraction: float = 0.7  # the first part of the positions fits the probe; the rest is held out
+    l2: float = 1e-3  # weight decay on W, per sample (mean loss + l2·‖W‖²)
+    iterations: int = 40  # LBFGS iterations per probe
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ProbeCurve:
+    """Held-out accuracy of reading x_{t−k} from one feature, for k = 1…K."""
+
+    name: str  # "RNN h_t", "LSTM [h_t; c_t]", "Transformer layer 2", …
+    k: tuple[int, ...]
+    accuracy: tuple[float, ...]  # held-out accuracy for each k
+    chance: tuple[float, ...]  # held-out accuracy of answering the training split's most common character
+
+
+@torch.no_grad()
+def probe_features(model: Model, ids: Tensor) -> tuple[list[tuple[str, Tensor]], Tensor]:
+    """(named features, mask): each feature (T, D) at every position of ids (1-D); ``mask[t, k−1]`` is False
+    where x_{t−k} is out of the model's view (before the text, or before a Transformer window's start).
+
+    Recurrent: the trace of the whole text, h of every layer (and c for an LSTM) side by side.
+    Transformer: the text in consecutive windows of ``block_size``; the residual x_t⁽ℓ⁾ of each layer ℓ = 0…L
+    (ℓ = 0 is the embedding E[x_t] + P[t], which holds no earlier character)."""
+    model.eval()
+    t_len = len(ids)
+    if isinstance(model, CharTransformer):
+        block = model.block_size
+        usable = (t_len // block) * block
+        windows = ids[:usable].view(-1, block)  # (W, block)
+        _, trace = model.trace(windows)
+        residual = trace.residual  # (L + 1, W, block, C)
+        feats = [(f"Transformer layer {layer}" if layer else "Transformer embedding",
+                  residual[layer].reshape(usable, -1)) for layer in range(residual.size(0))]
+        position = torch.arange(usable) % block  # position inside its window
+        return feats, position
+    _, trace = model.trace(ids.view(1, -1))
+    kind = model.config.kind.upper()
+    h = trace["h"][:, :, 0].permute(1, 0, 2).reshape(t_len, -1)  # (T, L·H)
+    if model.config.kind == "lstm":
+        c = trace["c"][:, :, 0].permute(1, 0, 2).reshape(t_len, -1)  # (T, L·H)
+        return [(f"{kind} [h_t; c_t]", torch.cat([h, c], dim=1))], torch.arange(t_len)
+    return [(f"{kind} h_t", h)], torch.arange(t_len)
+
+
+def fit_probe(x_train: Tensor, y_train: Tensor, classes: int, config: ProbeConfig) -> tuple[Tensor, Tensor]:
+    """(W, b) of softmax(W z + b) minimising mean cross-entropy + l2·‖W‖² by LBFGS, on standardised z."""
+    gen = torch.Generator().manual_seed(config.seed)
+    w = (0.01 * torch.randn(x_train.size(1), classes, generator=gen)).requires_grad_()
+    b = torch.zeros(classes, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=config.iterations, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(x_train @ w + b, y_train) + config.l2 * (w * w).sum()
+        loss.backward()
+        return loss
+
+    with torch.enable_grad():
+        opt.step(closure)
+    return w.detach(), b.detach()
+
+
+def probe_memory(models: Sequence[Model], ids: Tensor, config: ProbeConfig = ProbeConfig(),
+                 progress: ProgressFn | None = None) -> list[ProbeCurve]:
+    """Held-out accuracy of a linear softmax probe reading x_{t−k} (k = 1…K) from each model's features.
+
+    Positions are split in order: the first ``train_fraction`` fit, the rest are held out. Only positions with
+    x_{t−k} in view count (t ≥ k, and for a Transformer k ≤ its position in the window). Features are
+    standardised with the training split's mean and standard deviation."""
+    ids = ids[: config.chars]
+    jobs = []
+    for model in models:
+        feats, position = probe_features(model, ids)
+        jobs += [(name, z, position) for name, z in feats]
+    total, done = len(jobs) * config.max_k, 0
+    curves = []
+    for name, z, position in jobs:
+        n = z.size(0)
+        split = int(config.train_fraction * n)
+        mean, std = z[:split].mean(0), z[:split].std(0) + 1e-6
+        z = (z - mean) / std
+        accuracy, chance = [], []
+        for k in range(1, config.max_k + 1):
+            t = torch.arange(n)
+            keep = position >= k  # x_{t−k} in view
+            target = torch.full((n,), -1, dtype=torch.long)
+            target[k:] = ids[: n - k]
+            train, test = keep & (t < split), keep & (t >= split)
+            y_train, y_test = target[train], target[test]
+            classes = int(ids.max()) + 1
+            w, b = fit_probe(z[train], y_train, classes, config)
+            predicted = (z[test] @ w + b).argmax(1)
+            accuracy.append(float((predicted == y_test).float().mean()))
+            majority = int(torch.bincount(y_train, minlength=classes).argmax())
+            chance.append(float((y_test == majority).float().mean()))
+            done += 1
+            if progress:
+                progress(done / total, f"{name}: k = {k}")
+        curves.append(ProbeCurve(name, tuple(range(1, config.max_k + 1)), tuple(accuracy), tuple(chance)))
+    return curves
+
+
+# -- the bottleneck ----------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def context_loss(model: Model, ids: Tensor, n: int, first: int) -> float:
+    """Mean −log p(x_{t+1} | x_{t−n+1}…x_t) over t = first…T−2, each window read from nothing (nats/char).
+
+    Needs first ≥ n − 1, so every window holds n characters; n ≤ block_size for a Transformer."""
+    if first < n - 1:
+        raise ValueError(f"the first scored position must be ≥ n − 1 = {n - 1}")
+    if isinstance(model, CharTransformer) and n > model.block_size:
+        raise ValueError(f"this Transformer reads at most {model.block_size} characters")
+    model.eval()
+    t = torch.arange(first, len(ids) - 1)  # positions scored
+    windows = torch.stack([ids[s - n + 1 : s + 1] for s in t.tolist()])  # (M, n)
+    logits = torch.cat([model(w)[0][:, -1] for w in windows.split(512)])  # (M, V)
+    return float(F.cross_entropy(logits.double(), ids[t + 1], reduction="mean"))
+
+
+@torch.no_grad()
+def ordinary_loss(model: Model, ids: Tensor, first: int) -> float:
+    """Mean −log p(x_{t+1} | x_{≤t}) over t = first…T−2 as the model ordinarily reads the text: a recurrent
+    model from the start with its state carried, a Transformer through its sliding window (``windowed_logits``)."""
+    model.eval()
+    if isinstance(model, CharTransformer):
+        logits = model.windowed_logits(ids[:-1].view(1, -1))[0]  # (T − 1, V)
+    else:
+        logits = model(ids[:-1].view(1, -1))[0][0]  # (T − 1, V)
+    t = torch.arange(first, len(ids) - 1)
+    return float(F.cross_entropy(logits[t].double(), ids[t + 1], reduction="mean"))
+
+
+def bottleneck(model: Model, ids: Tensor, lengths: Sequence[int]) -> list[float]:
+    """``context_loss`` for each n in ``lengths``, all scored on the same positions t ≥ max(lengths) − 1."""
+    first = max(lengths) - 1
+    return [context_loss(model, ids, n, first) for n in lengths]
