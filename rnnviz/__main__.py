@@ -22,6 +22,7 @@ COMMANDS = {
     "sample": ("rnnviz.charlm.cli", "sample_main", "generate text from a checkpoint or a shipped model"),
     "models": ("rnnviz.charlm.cli", "models_main", "list the shipped models; evaluate or compact a checkpoint"),
     "experiments": ("rnnviz.experiments.__main__", "main", "memory experiments: delayed copy, conditioning, cost"),
+    "captioning": ("rnnviz.captioning.__main__", "main", "image captioning: train both joins, caption a scene, CHAIR"),
 }
 
 

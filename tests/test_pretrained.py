@@ -19,7 +19,9 @@ def recorded() -> list[dict]:
 
 def test_every_shipped_file_is_recorded_and_small():
     rows = recorded()
-    assert sorted(r["file"] for r in rows) == sorted(p.name for p in MODELS_DIR.glob("*.pt"))
+    # captioner-*.pt are the image captioners, recorded in their own table (tests/test_captioning_model.py)
+    assert sorted(r["file"] for r in rows) == sorted(p.name for p in MODELS_DIR.glob("*.pt")
+                                                     if not p.name.startswith("captioner-"))
     assert {r["corpus"] for r in rows} == {"python-stdlib", "english-docs", "tiny-shakespeare"}
     for row in rows:
         size = (MODELS_DIR / row["file"]).stat().st_size

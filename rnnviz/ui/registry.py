@@ -52,6 +52,7 @@ PAGES: tuple[PageSpec, ...] = (
              "Character models", ":material/model_training:"),
     PageSpec("app_pages/hidden_cell_explorer.py", "Hidden-cell explorer", "hidden-cell-explorer", "Character models",
              ":material/visibility:"),
+    PageSpec("app_pages/captioning.py", "Image captioning", "image-captioning", "Character models", ":material/image:"),
     # --- Experiments ---
     PageSpec("app_pages/memory_experiments.py", "Memory experiments", "memory-experiments", "Experiments",
              ":material/science:"),
