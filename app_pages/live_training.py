@@ -11,16 +11,16 @@ from rnnviz.ui.widgets import page_header, plot
 
 URL = "char-model-training"
 
-page_header(
-    URL,
-    "A character model reads text one character at a time and learns to predict the next one. Here it trains "
-    "live, in short chunks: the loss falls below the uniform guess ln V, and the samples drawn along the way "
-    "go from noise to letter frequencies, to words, to layout.",
-    r"h_t = \tanh(W_{xh}\, x_t + W_{hh}\, h_{t-1} + b_h), \quad p_t = \mathrm{softmax}(W_{hy}\, h_t + b_y), "
-    r"\quad \mathcal{L} = -\frac{1}{T}\sum_t \ln p_t[x_{t+1}]",
-)
-
+header_area = st.container()  # filled once the settings (and with them the Kind) are known
 setup.init_settings()
+with header_area:
+    page_header(
+        URL,
+        "A character model reads text one character at a time and learns to predict the next one. Here it trains "
+        "live, in short chunks: the loss falls below the uniform guess ln V, and the samples drawn along the way "
+        "go from noise to letter frequencies, to words, to layout.",
+        setup.kind_equation(),  # the update of the Kind chosen below
+    )
 live.take_up_run_from_address()  # ?run=<token>: a reload or a new tab finds its run again
 
 # What the class watches comes first, settings below: the containers are filled in the order the values

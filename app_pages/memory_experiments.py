@@ -10,7 +10,8 @@ page_header(
     "Three measured experiments on what a hidden state can hold. **Delayed copy** asks a model to output at "
     "step $t$ the symbol it read $D$ steps earlier, so $h_t$ must carry the last $D$ symbols. **Conditioning** "
     "feeds a style vector $v$ either at every step or only into $h_0$, and measures how long $v$ still matters. "
-    "**Cost** times an LSTM layer against self-attention as the sequence length $T$ grows. Every number is "
+    "**Cost** times a training step of an LSTM layer, a minGRU (a parallel scan) and self-attention as the "
+    "sequence length $T$ grows. Every number is "
     "computed on this machine when you press Run; change the seed in the sidebar to repeat with other seeds.",
     r"y_t = x_{t-D} \qquad h_t = \tanh(W_{hh}\,h_{t-1} + W_{xh}\,x_t + W_{ih}\,v) \;\;\text{or}\;\; "
     r"h_0 = \tanh(W v) \qquad c_t = f_t \odot c_{t-1} + i_t \odot g_t",

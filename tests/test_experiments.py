@@ -1,5 +1,6 @@
 """Memory experiments engine: delayed-copy sweep and sizing, conditioning plumbing, cost measurement, CLI."""
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -46,7 +47,7 @@ from rnnviz.experiments.delay import (
     run_delay_sweep,
 )
 from rnnviz.experiments.tasks import IGNORE, DelayedCopy, delayed_copy_batch, train_delayed_copy
-from rnnviz.figures.experiments import cost_time_figure, delay_sweep_figure
+from rnnviz.figures.experiments import cost_time_figure, critical_path_figure, delay_sweep_figure, state_memory_figure
 from tests.apptest_helpers import ROOT
 
 # --------------------------------------------------------------------------------------------------------
@@ -384,9 +385,39 @@ def test_measured_point_reports_real_tensor_sizes():
     point = measure_cost_at(length=32, width=8, repeats=1)
     assert point.kv_cache_bytes == 2 * 32 * 8 * 4  # K and V, (1, T, d) float32
     assert point.lstm_state_bytes == 2 * 8 * 4  # h_T and c_T, (1, 1, d)
+    assert point.mingru_state_bytes == 8 * 4  # h_T, (1, 1, d)
     assert point.attention_peak_bytes >= 32 * 32 * 4  # at least the T×T scores
-    assert point.lstm_seconds > 0 and point.attention_seconds > 0
-    assert (point.path_lstm, point.path_attention) == (32, 1)
+    assert point.mingru_peak_bytes >= 32 * 2 * 8 * 4  # at least W x_t for every t, (1, T, 2d)
+    assert point.lstm_seconds > 0 and point.attention_seconds > 0 and point.mingru_seconds > 0
+    assert (point.path_lstm, point.path_scan, point.path_attention) == (32, 5, 1)
+
+
+def _synthetic_point_with_mingru(length, width, repeats, seed):
+    """As _synthetic_point, with a minGRU that takes a fifth of the LSTM's time and holds d numbers."""
+    point = _synthetic_point(length, width, repeats, seed)
+    return dataclasses.replace(point, mingru_seconds=point.lstm_seconds / 5, mingru_peak_bytes=200 * length,
+                               mingru_state_bytes=width * 4)
+
+
+def test_sweep_with_the_mingru_fits_its_slope_and_draws_three_models():
+    config = CostConfig(width=8, min_length=64, max_length=1024)
+    sweep = run_cost_sweep(config, measure=_synthetic_point_with_mingru)
+    assert sweep.slope("mingru_seconds") == pytest.approx(1.0)
+    assert sweep.slope("mingru_peak_bytes") == pytest.approx(1.0)
+    names = [t.name for t in cost_time_figure(sweep).data if t.showlegend is not False]
+    assert names == ["LSTM (slope 1.00)", "minGRU parallel scan (slope 1.00)", "self-attention (slope 2.00)"]
+    mingru = cost_time_figure(sweep).data[2]
+    assert list(mingru.y) == pytest.approx([1e-5 * t / 5 * 1e3 for t in config.lengths()])  # ms
+    states = {t.name: list(t.y) for t in state_memory_figure(sweep).data}
+    assert states["minGRU state h_T"] == [8 * 4 / 1024] * 5 and states["LSTM state h_T, c_T"] == [2 * 8 * 4 / 1024] * 5
+    # a sweep of points without the minGRU (made before it existed) has no slope and no line for it
+    old = run_cost_sweep(config, measure=_synthetic_point)
+    assert old.slope("mingru_seconds") is None and len(cost_time_figure(old).data) == 4
+
+
+def test_critical_path_figure_counts_steps():
+    lstm, scan, attention = critical_path_figure([64, 128, 1000]).data
+    assert list(lstm.y) == [64, 128, 1000] and list(scan.y) == [6, 7, 10] and list(attention.y) == [1, 1, 1]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -430,3 +461,4 @@ def test_cli_cost_runs_as_a_module():
     )
     assert out.returncode == 0, out.stderr
     assert "slope of attention_seconds" in out.stdout and "   256" in out.stdout
+    assert "slope of mingru_seconds" in out.stdout

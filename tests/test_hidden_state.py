@@ -1,6 +1,7 @@
-"""Hidden state in an RNN, an LSTM and a Transformer: carried sizes from the tensors, memory probes on the
-three shipped english-docs models, the context bottleneck against the ordinary loss, and the page."""
+"""Hidden state in an RNN, an LSTM, a minGRU and a Transformer: carried sizes from the tensors, memory probes on
+the four shipped english-docs models, the context bottleneck against the ordinary loss, and the page."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -54,10 +55,28 @@ def test_carried_bytes_are_the_tensors_sizes_flat_flat_linear():
     assert carried.window_start == 3  # positions 3…10: the last 8 characters
 
 
-def test_the_shipped_three_carry_flat_flat_linear(shipped):
+def test_a_mingru_carries_its_h_t_alone_flat_in_t():
+    """The minGRU's state is h of every layer, (L, N, H): L·H fp32 numbers whatever t, nothing else (its gates
+    read x_t only, so there is no c_t and no cache); the carried h equals the last step of its trace."""
+    ids = torch.randint(0, 11, (12,), generator=torch.Generator().manual_seed(1))
+    model = small("mingru")
+    assert list(hs.carried_bytes_curve(model, ids)) == [2 * 8 * 4] * 12  # L = 2, H = 8, 4 bytes each
+    for t in (0, 5, 11):
+        carried, state = hs.carried_state(model, ids, t)
+        assert isinstance(state, torch.Tensor) and tuple(state.shape) == (2, 1, 8)  # (L, N, H)
+        assert [x.name for x in carried.tensors] == ["h (layer 1)", "h (layer 2)"]
+        assert carried.numel == 16 and carried.nbytes == state.numel() * state.element_size() == 64
+        _, trace = model.trace(ids[: t + 1].view(1, -1))
+        np.testing.assert_allclose(np.stack([x.values for x in carried.tensors]), trace["h"][:, -1, 0].detach().numpy(),
+                                   atol=1e-5)  # h_t of each layer at t, from the step path
+
+
+def test_the_shipped_four_carry_flat_flat_flat_linear(shipped):
     text = "The function returns a list of the values."
     curves = {name: hs.carried_bytes_curve(c.model, c.vocab.encode(text)) for name, c in shipped.items()}
     assert len(set(curves["RNN"])) == 1 and len(set(curves["LSTM"])) == 1
+    mingru = shipped["minGRU"].model.config
+    assert set(curves["minGRU"]) == {mingru.layers * mingru.hidden * 4}  # h of every layer, fp32, flat in t
     steps = set(torch.tensor(curves["Transformer"]).diff().tolist())
     config = shipped["Transformer"].model.config
     assert steps == {2 * config.layers * config.hidden * 4}  # 2·L·C fp32 numbers per character
@@ -73,6 +92,7 @@ def test_probe_reads_the_previous_character_far_above_chance(shipped, val_text):
     assert chance < 0.3
     assert by_name["RNN h_t"].accuracy[0] > 0.8
     assert by_name["LSTM [h_t; c_t]"].accuracy[0] > 0.8
+    assert by_name["minGRU h_t"].accuracy[0] > 0.6 > 2 * chance  # measured 0.77: far above chance (0.24)
     top = max(name for name in by_name if name.startswith("Transformer layer"))
     assert by_name[top].accuracy[0] > 0.6
 
@@ -85,7 +105,7 @@ def test_bottleneck_at_full_context_is_the_ordinary_loss(shipped, val_text):
     t = torch.arange(block - 1, len(ids) - 1)
     expected = F.cross_entropy(logits[t].double(), ids[t + 1]).item()
     assert hs.context_loss(gpt.model, ids, block, block - 1) == pytest.approx(expected, abs=1e-6)
-    for name in ("RNN", "LSTM"):  # read from the start of the text: n = the whole text
+    for name in ("RNN", "LSTM", "minGRU"):  # read from the start of the text: n = the whole text
         model = shipped[name].model
         ids = shipped[name].vocab.encode(val_text[:50])
         logits = model(ids[:-1].view(1, -1))[0][0]
@@ -97,9 +117,12 @@ def test_the_page_steps_through_a_sentence_and_fits_the_probe():
     at = open_page(PAGE, timeout=120)
     assert not at.exception
     text = page_text(at)
-    for name in ("RNN", "LSTM", "Transformer"):
+    for name in ("RNN", "LSTM", "minGRU", "Transformer"):
         assert f"**{name}**" in text
-    assert text.count("bytes**") == 3  # three carried states with their sizes
+    assert text.count("bytes**") == 4  # four carried states with their sizes
+    mingru = sum(p.numel() for p in load_checkpoint(MODELS_DIR / "mingru-english-docs.pt").model.parameters())
+    assert f"**minGRU** ({mingru:,} parameters)" in text
+    assert "never $h_{t-1}$: what it writes cannot depend on what it already holds" in text
     assert "attention at t" in text
     at.slider(key="hidden_state_t").set_value(20).run()
     assert not at.exception
@@ -124,3 +147,106 @@ def test_a_character_outside_a_vocabulary_is_named_and_the_sentence_stays():
     assert not at.exception
     start = len(long) - 64
     assert any(f"window starts at position {start}" in w.value for w in at.warning)
+
+
+def test_attention_to_s_is_column_s_of_every_later_positions_attention(shipped):
+    """Who attends to s: for every t ≥ s whose window holds s, the weight equals attention_at(t)'s entry for s,
+    also once the window slides (a text longer than the context)."""
+    ckpt = shipped["Transformer"]
+    model, block = ckpt.model, ckpt.model.block_size
+    text = ("The function returns a list of the values, in order, and the list is sorted by key; " * 2)[: block + 40]
+    ids = ckpt.vocab.encode(text)
+    for s in (0, 5, block - 3, block + 10):
+        queries, weights = hs.attention_to(model, ids, s)
+        assert list(queries) == list(range(s, min(len(ids), s + block)))
+        assert weights.shape == (model.config.layers, model.config.n_head, len(queries))
+        for column, t in enumerate(queries):
+            start, row = hs.attention_at(model, ids, int(t))
+            np.testing.assert_allclose(weights[:, :, column], row[:, :, s - start], atol=1e-5)
+    # position s reads itself among s′ ≤ s: at t = s the weight on s is the diagonal of the map
+    _, trace = model.trace(ids[:10].view(1, -1))
+    diagonal = trace.attention[:, 0, :, 3, 3].detach().numpy()  # (L, h): position 3 reading itself
+    np.testing.assert_allclose(hs.attention_to(model, ids, 3)[1][:, :, 0], diagonal, atol=1e-5)
+    with pytest.raises(ValueError, match="outside"):
+        hs.attention_to(model, ids, len(ids))
+
+
+def test_bottleneck_beyond_a_transformers_context_is_nan():
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(vocab_size=11, kind="transformer", hidden=8, layers=1, n_head=2,
+                                    block_size=4)).eval()
+    ids = torch.randint(0, 11, (40,))
+    losses = hs.bottleneck(model, ids, (1, 2, 4, 8))
+    assert all(np.isfinite(losses[:3])) and np.isnan(losses[3])
+    assert losses[2] == pytest.approx(hs.context_loss(model, ids, 4, 7))
+
+
+def test_the_page_shows_who_attends_to_a_picked_character():
+    at = open_page(PAGE, timeout=120)
+    assert not at.exception
+    at.select_slider(key="hidden_state_s").set_value(4).run()
+    assert not at.exception
+    sentence = at.text_input(key="hidden_state_sentence").value
+    text = page_text(at)
+    assert f"can read s = 4 ({sentence[4]!r})" in text
+    spec = next(c.proto.spec for c in at.get("plotly_chart") if "later character t that reads s = 4" in c.proto.spec)
+    assert "layer 1 head 1" in spec
+
+
+def test_a_slot_takes_this_sessions_live_trained_model():
+    from rnnviz.charlm.live import LiveRun
+    from rnnviz.charlm.train import TrainConfig
+    from rnnviz.ui.models import LIVE_RUN_KEY
+
+    corpus = load_builtin("english-docs")
+    run = LiveRun.create(TrainConfig(kind="transformer", layers=1, hidden=32, n_head=2, block_size=32, seq_len=32,
+                                     batch=4, optimizer="adamw", lr=1e-3, forget_bias=None, device="cpu"), corpus)
+    run.trainer.run(3)
+    at = open_page(PAGE, timeout=120)
+    at.session_state[LIVE_RUN_KEY] = run
+    at.run()
+    slot_box = at.selectbox(key="hidden_state_source_Transformer")
+    assert slot_box.options == ["shipped: transformer-english-docs.pt", "live-trained on english-docs, step 3"]
+    slot_box.set_value("live").run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = page_text(at)
+    assert "**Transformer** (" in text and "live-trained)" in text
+    live_params = sum(p.numel() for p in run.trainer.model.parameters())
+    assert f"{live_params:,} parameters, live-trained" in text
+    # its context is 32: a sentence of 53 characters slides its window; the page says where it starts
+    at.slider(key="hidden_state_t").set_value(40).run()
+    assert any("window starts at position 9" in w.value for w in at.warning)
+    assert not at.exception
+    # the RNN and LSTM slots keep their shipped models
+    assert at.selectbox(key="hidden_state_source_LSTM").value == "shipped"
+
+
+
+def test_the_race_takes_a_mingru_as_a_third_contender_when_ticked(monkeypatch):
+    from rnnviz.charlm.race import RaceStatus
+    from rnnviz.charlm.train import ALL_PRESETS, MINGRU_PRESET
+    from rnnviz.ui import race as race_ui
+
+    for name, value in (("DURATIONS", (1, 20, 60)), ("DEFAULT_SECONDS", 1), ("MARK_EVERY_S", 0.5),
+                        ("SLICE_S", 0.25), ("EVAL_CHARS", 2_000), ("SAMPLE_CHARS", 40)):
+        monkeypatch.setattr(race_ui, name, value)  # the real presets, a short clock
+    at = open_page(PAGE, timeout=120)
+    at.checkbox(key=race_ui.WITH_OPTIONAL).check().run()
+    at.button(key=f"{race_ui.PAGE}_start").click().run()
+    assert not at.exception
+    runner = at.session_state[race_ui.RUNNER]
+    runner.join(120)
+    assert runner.status == RaceStatus.FINISHED, runner.message
+    at.run()
+    assert not at.exception
+    race = runner.race
+    assert list(race.trainers) == ["LSTM", "Transformer", "minGRU"]
+    assert race.trainers["minGRU"].config == ALL_PRESETS[MINGRU_PRESET].config
+    assert [m.mark for m in race.curves["minGRU"]] == [0.5, 1.0]
+    assert "minGRU" in page_text(at)
+    # the finished race's minGRU may fill the minGRU slot of the page
+    slot_box = at.selectbox(key="hidden_state_source_minGRU")
+    assert slot_box.options[-1].startswith("the race's minGRU, step ")
+    slot_box.set_value("race").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "parameters, from the race)" in page_text(at)

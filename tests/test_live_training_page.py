@@ -1,12 +1,14 @@
 """The live-training page in AppTest: Step, Start and Pause, bad inputs, uploads, a blow-up, the download."""
 
 import math
+from pathlib import Path
 
 from rnnviz.charlm.checkpoint import checkpoint_bytes
 from rnnviz.charlm.corpus import load_builtin
+from rnnviz.charlm.pretrained import shipped_models
 from rnnviz.charlm.sample import generate
 from rnnviz.charlm.train import TrainConfig, Trainer
-from rnnviz.ui.models import LIVE_RUN_KEY, PRETRAINED_DIR, UPLOADED_KEY
+from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/live_training.py"
@@ -117,7 +119,7 @@ def test_a_saved_checkpoint_uploads_and_samples():
     prime, length = "hel", 30
     expected = prime + generate(trainer.model, trainer.vocab, prime, length, temperature=0)
     # Sample a shipped model first, so that choosing the upload below really changes the model.
-    shipped = f"pretrained:{min(PRETRAINED_DIR.glob('*.pt')).stem}"
+    shipped = f"pretrained:{Path(min(m.file for m in shipped_models())).stem}"
     at.selectbox(key=key("model_source")).set_value(shipped).run()
     at.text_input(key=key("prime")).set_value(prime).run()
     at.number_input(key=key("length")).set_value(length).run()

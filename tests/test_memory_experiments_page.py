@@ -117,10 +117,16 @@ def test_cost_measurement_runs_quick_and_reports_slopes(page):
     assert list(table["attention K, V cache (KiB)"]) == [2 * t * 128 * 4 / 1024 for t in table["T"]]
     assert set(table["LSTM state h_T, c_T (KiB)"]) == {2 * 128 * 4 / 1024}
     assert list(table["LSTM: sequential steps first → last token"]) == list(table["T"])
+    assert list(table["minGRU scan: steps first → last token"]) == [6, 7, 8, 9]  # ⌈log₂ T⌉
+    assert set(table["minGRU state h_T (KiB)"]) == {128 * 4 / 1024}
     metrics = {m.label: m.value for m in at.metric}
-    assert {"LSTM time slope", "Attention time slope", "Attention memory slope"} <= set(metrics)
+    assert {"LSTM time slope", "minGRU scan time slope", "Attention time slope", "Attention memory slope"} <= set(
+        metrics)
     assert float(metrics["Attention memory slope"]) > 1.5  # the T×T matrix dominates by T = 512
-    assert len(at.get("plotly_chart")) == 3
+    assert len(at.get("plotly_chart")) == 4
+    # the sentence under the time plot quotes the same measurement as the plot's last points
+    time_fig = at.get("plotly_chart")[0].proto.spec
+    assert "minGRU parallel scan" in time_fig and "At $T = 512$ one training step took" in page_text(at)
 
 
 def test_conditioning_runs_quick_and_shows_both_variants(page):

@@ -32,7 +32,7 @@ import torch
 
 from rnnviz.charlm.corpus import CorpusError, Vocab
 from rnnviz.charlm.train import EvalRecord, StepRecord, TrainConfig, Trainer
-from rnnviz.core.charmodel import MODEL_KINDS, CharModel, build_model
+from rnnviz.core.charmodel import MODEL_KINDS, CharModel, build_model, kind_label
 from rnnviz.core.transformer import CharTransformer
 
 FORMAT_VERSION = 1
@@ -164,8 +164,8 @@ def _validate(payload, kinds: tuple[str, ...] = MODEL_KINDS) -> Checkpoint:
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"The checkpoint's training config is invalid: {err}.") from None
     if config.kind not in kinds:
-        readable = ", ".join(_kind_name(k) for k in kinds)
-        raise CheckpointError(f"The checkpoint holds a {_kind_name(config.kind)}; only {readable} models can be "
+        readable = ", ".join(kind_label(k) for k in kinds)
+        raise CheckpointError(f"The checkpoint holds a {kind_label(config.kind)}; only {readable} models can be "
                               "used here.")
     if not isinstance(payload["vocab"], str):
         raise CheckpointError("The checkpoint's vocabulary is not a string of characters.")
@@ -183,7 +183,7 @@ def _validate(payload, kinds: tuple[str, ...] = MODEL_KINDS) -> Checkpoint:
     missing_w, extra_w = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
     if missing_w or extra_w:
         raise CheckpointError(
-            f"The checkpoint's weights do not fit a {config.layers}-layer {_kind_name(config.kind)}: "
+            f"The checkpoint's weights do not fit a {config.layers}-layer {kind_label(config.kind)}: "
             f"missing {missing_w}, unexpected {extra_w}."
         )
     wrong = [f"{k} is {tuple(v.shape)}, expected {tuple(expected[k].shape)}" for k, v in weights.items()
@@ -204,10 +204,6 @@ def _validate(payload, kinds: tuple[str, ...] = MODEL_KINDS) -> Checkpoint:
         raise CheckpointError("The checkpoint's optimizer state is malformed.")
     trainer_state = {key: payload[key] for key in TRAINER_KEYS}
     return Checkpoint(config, vocab, model, payload["corpus"], history, evals, trainer_state)
-
-
-def _kind_name(kind: str) -> str:
-    return "Transformer" if kind == "transformer" else kind.upper()
 
 
 def resume_trainer(checkpoint: Checkpoint, corpus) -> Trainer:
@@ -250,6 +246,10 @@ def export_script(config: TrainConfig, vocab: Vocab, path: str | Path | None = N
     if config.kind == "transformer":
         raise ValueError("Exporting a standalone script covers RNN, LSTM and GRU models; a Transformer cannot be "
                          "exported yet. Download its checkpoint (.pt) instead: rnnviz sample reads it.")
+    if config.kind == "mingru":
+        raise ValueError("Exporting a standalone script covers RNN, LSTM and GRU models, which torch has built in; "
+                         "a minGRU is rnnviz's own layer. Download its checkpoint (.pt) instead: rnnviz sample "
+                         "reads it.")
     source = _SCRIPT.format(
         vocab=repr(vocab.chars),
         kind=repr(config.kind),

@@ -18,7 +18,7 @@ from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError, load_corpus
 from rnnviz.charlm.pretrained import MAX_BYTES, MODELS_DIR, compact_bytes, shipped_models, val_loss
 from rnnviz.charlm.sample import beam_search, generate
 from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, OPTIMIZERS, TrainConfig, Trainer
-from rnnviz.core.charmodel import MODEL_KINDS
+from rnnviz.core.charmodel import MODEL_KINDS, kind_label
 from rnnviz.core.runtime import configure_cpu
 
 
@@ -130,7 +130,7 @@ def train_main(argv: list[str] | None = None, prog: str = "rnnviz train") -> int
     trainer = Trainer(config, corpus)
     minutes = args.minutes if args.minutes is not None else (None if args.steps else ALL_PRESETS[args.preset].minutes)
     kind = f"Transformer ({config.n_head} heads, context {config.block_size})" if config.kind == "transformer" \
-        else config.kind.upper()
+        else kind_label(config.kind)
     print(
         f"{corpus.name}: {len(corpus):,} chars, vocab {trainer.vocab.size}; {config.layers}×{config.hidden} "
         f"{kind}, {trainer.num_parameters:,} parameters; {trainer.device}, {threads} threads",
@@ -256,7 +256,7 @@ def models_main(argv: list[str] | None = None, prog: str = "rnnviz models") -> i
             loss, chars = val_loss(path)
             checkpoint = load_checkpoint(path)
             config = checkpoint.config
-            print(f"{args.checkpoint}: {config.layers}×{config.hidden} {config.kind.upper()} on {checkpoint.corpus}, "
+            print(f"{args.checkpoint}: {config.layers}×{config.hidden} {kind_label(config.kind)} on {checkpoint.corpus}, "
                   f"step {checkpoint.step}, {checkpoint.model.num_parameters():,} parameters; "
                   f"val loss {loss:.4f} nats/char over {chars:,} characters")
     except (CheckpointError, CorpusError, OSError, ValueError) as err:

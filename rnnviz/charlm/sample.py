@@ -31,6 +31,7 @@ from torch import Tensor
 from rnnviz.charlm.corpus import Vocab
 from rnnviz.core.cells import gru_cell, lstm_cell, rnn_cell
 from rnnviz.core.charmodel import CharModel
+from rnnviz.core.mingru import mingru_cell
 from rnnviz.core.recurrent import State
 from rnnviz.core.transformer import CharTransformer, KVCache
 
@@ -84,7 +85,7 @@ def _validate_interventions(model: Model, interventions: Sequence[Intervention])
     if interventions and isinstance(model, CharTransformer):
         raise ValueError(
             "cell interventions clamp a unit of a recurrent model's h_t or c_t; a Transformer has no such state "
-            "(it carries a key/value cache), so they apply to RNN, LSTM and GRU models only"
+            "(it carries a key/value cache), so they apply to RNN, LSTM, GRU and minGRU models only"
         )
     for iv in interventions:
         if not 0 <= iv.layer < config.layers:
@@ -106,7 +107,7 @@ def _step_with_interventions(
     x = model.inputs(idx.view(-1, 1))[:, 0]  # (N, D)
     new_h, new_c = [], []
     for layer in range(config.layers):
-        weights = rnn.layer_weights(layer)
+        weights = rnn.layer_params(layer) if config.kind == "mingru" else rnn.layer_weights(layer)
         clamps = [iv for iv in interventions if iv.layer == layer]
         if config.kind == "lstm":
             step = lstm_cell(x, (h0[layer], c0[layer]), weights)
@@ -118,6 +119,8 @@ def _step_with_interventions(
             new_c.append(c)
         elif config.kind == "gru":
             h = gru_cell(x, h0[layer], weights).h_t.clone()
+        elif config.kind == "mingru":
+            h = mingru_cell(x, h0[layer], *weights).h_t.clone()
         else:
             h = rnn_cell(x, h0[layer], weights, rnn.nonlinearity).h_t.clone()
         for iv in clamps:

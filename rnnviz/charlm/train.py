@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass, fields, replace
 import torch
 
 from rnnviz.charlm.corpus import Corpus, TBPTTBatcher, Vocab
-from rnnviz.core.charmodel import MODEL_KINDS, CharModel, ModelConfig, build_model, check_transformer_shape
+from rnnviz.core.charmodel import (MODEL_KINDS, CharModel, ModelConfig, build_model, check_transformer_shape,
+                                    kind_label)
 from rnnviz.core.recurrent import detach_state
 from rnnviz.core.runtime import pick_device
 from rnnviz.core.transformer import CharTransformer
@@ -111,7 +112,8 @@ class TrainConfig:
                 "Transformer has no hidden state to pass on, so every window starts from nothing and each "
                 f"character attends to at most the {self.seq_len - 1} before it in its window."
             )
-        what = f"{self.layers} × {self.hidden} {self.kind.upper()}. Each step reads {self.batch} chunks of " \
+        name = kind_label(self.kind)
+        what = f"{self.layers} × {self.hidden} {name}. Each step reads {self.batch} chunks of " \
                f"T = {self.seq_len} characters (truncated BPTT): "
         state = "h_t and c_t" if self.kind == "lstm" else "h_t"
         if self.reset_state:
@@ -541,6 +543,36 @@ STEPS_PER_150_S = 2500  # B 32 × T 64 steps that a 1×256 LSTM takes in about 1
 # 1×256 LSTM preset's (B 32, T 64) in the same run. ``rnnviz train --preset NAME --steps 2000`` is nanoGPT's run.
 BABY_GPT = "Baby GPT (Transformer, nanoGPT's CPU setting)"
 BABY_GPT_MINUTES = 3.0  # wall-time budget for the CLI; the schedule itself ends at step 2,000
+# The tuned Transformer, found by measurement with rnnviz.charlm.race (bench/time_to_loss.py's engine): shapes
+# raced on Tiny Shakespeare at equal seconds of training, each with a cosine decay over the steps it takes in 60 s.
+# The machine was shared (1-min load 5–16 on 2 cores), so absolute speeds are low; within a race all were slowed
+# alike. Val loss (nats/char) at 10 / 30 / 60 s of training, AdamW with 100 warm-up steps, T = context = 64:
+#   4×128 B12 1e-3 (baby GPT, decay 2000)      2.573 / 2.392 / 2.216      (round 1, load 2–5)
+#   4×128 B12 2e-3                              2.542 / 2.295 / 2.082
+#   2×128 B32 2e-3                              2.413 / 2.097 / 1.924
+#   2×192 h6 B16 2e-3                           2.468 / 2.177 / 1.991
+#   3×128 B16 2e-3                              2.488 / 2.181 / 1.995
+#   2×128 B32 4e-3                              2.489 / 2.140 / 1.953      (round 2, load 5–17)
+#   2×128 B64 3e-3                              2.537 / 2.346 / 2.110
+#   2×96 h4 B32 3e-3                            2.408 / 2.087 / 1.935
+#   2×128 B64 T32 3e-3                          2.363 / 2.106 / 1.912
+#   1×128 B32 3e-3                              2.289 / 1.994 / 1.832
+#   1×128 B32 6e-3                              2.323 / 1.971 / 1.825      (round 3, load 10–14)
+#   1×192 h4 B32 3e-3                           2.468 / 2.172 / 1.967
+#   1×256 h8 B32 2e-3                           2.571 / 2.434 / 2.110
+#   1×128 B64 T32 3e-3                          2.120 / 1.912 / 1.800
+#   1×128 B16 3e-3                              2.221 / 1.935 / 1.776   ← TUNED_GPT
+# On 2 CPU cores in seconds, more small steps beat a larger model: one block with 4 heads, B = 16. Its decay spans
+# 4,500 steps, about what it takes in 150 s (1,768 steps in 60 s at load 12; more on quiet cores, after which the
+# learning rate stays at its floor).
+# The 150 s race (python -m bench time_to_loss, 5 s turns, 1-min load 7.6 before and 20.6 after: every model ran
+# at a fraction of its quiet speed), val loss at 10 / 30 / 60 / 90 / 120 / 150 s of training, steps taken:
+#   LSTM preset 1×256 B32 (Shakespeare (3 min))   1.987 / 1.799 / 1.679 / 1.621 / 1.577 / 1.557   1,537 steps
+#   TUNED_GPT 1×128 h4 B16                        2.447 / 1.998 / 1.921 / 1.832 / 1.755 / 1.689   3,744 steps
+#   BABY_GPT 4×128 h4 B12                         2.656 / 2.433 / 2.253 / 2.150 / 2.000 / 1.972   1,342 steps
+#   plain nn.LSTM loop 1×256 (Adam 2e-3)          2.117 / 1.854 / 1.733 / 1.657 / 1.608 / 1.593   1,405 steps
+# On the same clock the LSTM leads at every mark; the tuned GPT beats nanoGPT's shape by 0.28 nats/char at 150 s.
+TUNED_GPT = "Small GPT (Transformer, tuned for 150 s on 2 cores)"
 
 
 @dataclass(frozen=True)
@@ -602,7 +634,50 @@ TRANSFORMER_PRESETS: dict[str, Preset] = {
             BABY_GPT_MINUTES,
             "nanoGPT's CPU baby GPT: 4 blocks, 4 heads, C = 128, context 64; no state carried between windows.",
         ),
+        Preset(
+            TUNED_GPT,
+            "tiny-shakespeare",
+            TrainConfig(kind="transformer", layers=1, hidden=128, n_head=4, block_size=64, seq_len=64, batch=16,
+                        dropout=0.0, optimizer="adamw", lr=3e-3, warmup_steps=100, lr_decay_steps=4500,
+                        lr_floor=0.1, weight_decay=0.1, clip=1.0, forget_bias=None),
+            2.5,
+            "One block, C = 128, 4 heads, context 64, B = 16: the Transformer that learned most per second of CPU "
+            "training (val ≈ 1.69 nats/char at 150 s on a busy machine; the LSTM preset 1.56 in the same race).",
+        ),
     ]
 }
 ALL_PRESETS: dict[str, Preset] = {**PRESETS, **TRANSFORMER_PRESETS}
 DEFAULT_PRESET = "Shakespeare (3 min)"
+
+# minGRU presets (rnnviz.core.mingru; the CLI and the benchmarks take them through ALL_PRESETS, the live page's
+# menu does not list them). Tuned by ``python -m bench.mingru_speed tune`` on Tiny Shakespeare, B 32, T 64, Adam,
+# cosine over STEPS_PER_150_S, contenders racing in turn on one clock (rnnviz.charlm.race); val loss (nats/char)
+# at 30 / 60 s of training, on a machine shared with other jobs (1-minute load in brackets); each line one race:
+#   2×256 lr 6e-3 2.393 / 2.151, 3×256 lr 6e-3 2.870 / 2.378, 2×512 lr 4e-3 2.741 / 2.498; the LSTM preset in
+#     the same race 1.792 / 1.713 (load 12–13)
+#   2×256 B 32 T 64 2.480 / 2.260; B 64 2.856 / 2.489; T 128 2.788 / 2.479; B 64 lr 1e-2 2.906 / 2.518 (load 12)
+#   2×256 lr 6e-3 2.146 / 2.049, 2×256 lr 1e-2 2.128 / 2.060, 1×256 lr 6e-3 2.102 / 2.046,
+#     2×128 lr 1e-2 2.066 / 2.005 (load 21 → 7)
+#   2×128 lr 1e-2 2.165 / 2.064, 3×128 lr 1e-2 2.349 / 2.091, 2×128 lr 2e-2 2.148 / 2.103; the LSTM preset in
+#     the same race 1.919 / 1.748 (load 13 → 10)
+# Those four races ran the backward through two log-space scans; with the adjoint as a loop of multiply-adds (on a
+# CPU, rnnviz.core.mingru.adjoint_loop) a training step got about 2× cheaper, and the ranking held:
+#   2×128 lr 1e-2 1.996 / 1.942 (473 / 833 steps), 2×256 lr 6e-3 2.053 / 1.977, 3×256 lr 6e-3 2.168 / 2.036;
+#     the LSTM preset in the same race 1.761 / 1.686 (328 / 606 steps) (load 6–9)
+# Per step the minGRU learns less than the LSTM (its gates cannot see h_{t-1}), so the narrower model, which takes
+# the most steps, wins; at equal seconds it stays about 0.25 nats/char behind the LSTM.
+MINGRU_PRESET = "minGRU (Shakespeare, 3 min)"
+MINGRU_PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in [
+        Preset(
+            MINGRU_PRESET,
+            "tiny-shakespeare",
+            TrainConfig(kind="mingru", layers=2, hidden=128, batch=32, seq_len=64, lr=1e-2,
+                        lr_decay_steps=STEPS_PER_150_S, forget_bias=None),
+            3.0,
+            "Two minGRU layers of 128, trained by a parallel scan; its h_t carries across chunks like an RNN's.",
+        ),
+    ]
+}
+ALL_PRESETS = {**ALL_PRESETS, **MINGRU_PRESETS}

@@ -1,5 +1,7 @@
 """A character-level language model: embedding (or one-hot) → recurrent stack → linear readout.
 
+The recurrent stack is torch's RNN, LSTM or GRU (rnnviz.core.recurrent), or a minGRU stack
+(``kind="mingru"``, rnnviz.core.mingru: gates that read x_t only, trained by a parallel scan).
 ``ModelConfig.kind`` also takes "transformer" (rnnviz.core.transformer.CharTransformer, the same interface);
 ``build_model(config)`` constructs the right class for any kind.
 """
@@ -12,18 +14,27 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rnnviz.core.mingru import MinGRU
 from rnnviz.core.recurrent import KINDS, State, Trace, make_recurrent
 from rnnviz.core.transformer import CharTransformer, KVCache
 
-MODEL_KINDS = (*KINDS, "transformer")  # every kind a character model can be; KINDS are the recurrent ones
+# KINDS are torch's recurrent cells, which the explorer, the gate pages and cell interventions read by their
+# W_hh; a minGRU has no W_hh, so it is a recurrent CharModel kind but not one of KINDS.
+RECURRENT_MODEL_KINDS = (*KINDS, "mingru")  # the kinds CharModel builds: each carries a fixed-size state
+MODEL_KINDS = (*RECURRENT_MODEL_KINDS, "transformer")  # every kind a character model can be
 
+
+
+def kind_label(kind: str) -> str:
+    """How pages and the CLI name a kind: "RNN", "LSTM", "GRU", "minGRU", "Transformer"."""
+    return {"mingru": "minGRU", "transformer": "Transformer"}.get(kind, kind.upper())
 
 @dataclass(frozen=True)
 class ModelConfig:
     """Shape of a character model; frozen so it can key caches and travel in checkpoints."""
 
     vocab_size: int  # V, distinct characters
-    kind: str = "lstm"  # "rnn", "lstm", "gru" or "transformer"
+    kind: str = "lstm"  # "rnn", "lstm", "gru", "mingru" or "transformer"
     layers: int = 1  # L, stacked recurrent layers (Transformer: blocks)
     hidden: int = 128  # H, units per layer (Transformer: C, the width of the residual stream)
     embedding: bool = True  # False feeds one-hot x_t, to show an embedding is a column lookup of W_xh
@@ -74,18 +85,22 @@ class CharModel(nn.Module):
 
     def __init__(self, config: ModelConfig):
         super().__init__()
-        if config.kind not in KINDS:
-            raise ValueError(f"CharModel is recurrent ({', '.join(KINDS)}); build a {config.kind!r} with build_model")
+        if config.kind not in RECURRENT_MODEL_KINDS:
+            raise ValueError(f"CharModel is recurrent ({', '.join(RECURRENT_MODEL_KINDS)}); build a {config.kind!r} "
+                             "with build_model")
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.embed_dim) if config.embedding else None
-        self.rnn = make_recurrent(
-            config.kind,
-            config.input_size,
-            config.hidden,
-            num_layers=config.layers,
-            nonlinearity=config.nonlinearity,
-            dropout=config.dropout,
-        )
+        if config.kind == "mingru":
+            self.rnn = MinGRU(config.input_size, config.hidden, num_layers=config.layers, dropout=config.dropout)
+        else:
+            self.rnn = make_recurrent(
+                config.kind,
+                config.input_size,
+                config.hidden,
+                num_layers=config.layers,
+                nonlinearity=config.nonlinearity,
+                dropout=config.dropout,
+            )
         self.head = nn.Linear(config.hidden, config.vocab_size)
         if config.forget_bias is not None and config.kind == "lstm":
             self.init_forget_bias(config.forget_bias)

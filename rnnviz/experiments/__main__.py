@@ -76,18 +76,18 @@ def run_sweep(args) -> int:
 
 
 def run_cost(args) -> int:
-    """Forward time and peak memory per T, with the fitted log-log slopes."""
+    """Training-step time and peak memory per T, with the fitted log-log slopes."""
     from rnnviz.experiments.cost import CostConfig, run_cost_sweep
 
     config = CostConfig(width=args.width, min_length=args.min_length, max_length=args.max_length,
                         repeats=args.repeats, time_cap_s=args.time_cap, memory_cap_bytes=int(args.memory_cap * 2**30))
-    print(f"{'T':>6} {'LSTM ms':>9} {'attn ms':>9} {'LSTM peak MiB':>14} {'attn peak MiB':>14}")
+    print(f"{'T':>6} {'LSTM ms':>9} {'minGRU ms':>10} {'attn ms':>9} {'LSTM peak MiB':>14} {'attn peak MiB':>14}")
     sweep = run_cost_sweep(config, lambda i, n, p: print(
-        f"{p.length:6d} {p.lstm_seconds * 1e3:9.2f} {p.attention_seconds * 1e3:9.2f} "
+        f"{p.length:6d} {p.lstm_seconds * 1e3:9.2f} {p.mingru_seconds * 1e3:10.2f} {p.attention_seconds * 1e3:9.2f} "
         f"{p.lstm_peak_bytes / 2**20:14.2f} {p.attention_peak_bytes / 2**20:14.2f}", flush=True))
     if sweep.stopped:
         print(sweep.stopped)
-    for name in ("lstm_seconds", "attention_seconds", "lstm_peak_bytes", "attention_peak_bytes"):
+    for name in ("lstm_seconds", "mingru_seconds", "attention_seconds", "lstm_peak_bytes", "attention_peak_bytes"):
         slope = sweep.slope(name)
         print(f"slope of {name}: " + ("n/a" if slope is None else f"{slope:.2f}"))
     print(f"{sweep.threads} torch thread(s), {sweep.seconds:.1f} s")
@@ -144,7 +144,7 @@ def _parser(prog: str = "rnnviz experiments") -> argparse.ArgumentParser:
     delay_options(sweep)
     sweep.set_defaults(run=run_sweep)
 
-    cost = commands.add_parser("cost", help="LSTM against self-attention: time and memory against T")
+    cost = commands.add_parser("cost", help="LSTM, minGRU scan and self-attention: training time and memory against T")
     cost.add_argument("--width", type=int, default=128)
     cost.add_argument("--min-length", type=int, default=64)
     cost.add_argument("--max-length", type=int, default=8192)

@@ -1,14 +1,18 @@
 """Experiment 3: what recurrence costs against attention as the sequence grows.
 
-For a sequence of T vectors of width d, measured on this machine:
+For a sequence of T vectors of width d, one training step (forward and backward) timed on this machine:
 
-- an LSTM layer runs T sequential steps of O(d²) work: time ∝ T, and its state (h_t, c_t) is 2·d numbers
-  whatever T is;
+- an LSTM layer runs T sequential steps of O(d²) work, each a small matrix product that needs h_{t-1}:
+  time ∝ T, and its state (h_t, c_t) is 2·d numbers whatever T is;
+- a minGRU layer (rnnviz.core.mingru) has gates that read x_t only, so all its matrix products run at once,
+  as one (T, d) × (d, 2d) product, and the recurrence that is left, h_t = (1 − z_t) ⊙ h_{t-1} + z_t ⊙ h̃_t,
+  is a scan of cheap element-wise operations (in log space): time ∝ T, and its state h_t is d numbers;
 - a single-head self-attention layer, softmax(Q Kᵀ/√d) V with Q, K, V = x W_Q, x W_K, x W_V, does O(T²·d)
   work and holds the T×T score matrix: time and peak memory ∝ T², and its key/value cache is 2·T·d numbers.
 
-The critical path from the first token to the last is T sequential steps for the recurrence and 1 for
-attention. Slopes are fitted on log-log axes: log y = slope · log T + intercept.
+The critical path from the first token to the last is T sequential steps for the LSTM, ⌈log₂ T⌉ for a parallel
+scan (a tree of pairwise combinations; torch's CPU kernel walks the T additions in a loop, but none is a
+matrix product), and 1 for attention. Slopes are fitted on log-log axes: log y = slope · log T + intercept.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile
+
+from rnnviz.core.mingru import MinGRU, critical_path_scan
 
 BYTES_PER_FLOAT = 4  # float32 throughout
 
@@ -113,21 +119,30 @@ class CostConfig:
 
 @dataclass(frozen=True)
 class CostPoint:
-    """Measurements at one sequence length T (batch 1, width d)."""
+    """Measurements at one sequence length T (batch 1, width d); the minGRU fields are None in a point made
+    without it (an older cached point, or a synthetic one in a test)."""
 
     length: int  # T
-    lstm_seconds: float  # median forward time
+    lstm_seconds: float  # median time of one training step (forward and backward)
     attention_seconds: float
-    lstm_peak_bytes: int  # peak allocated during one forward (torch.profiler)
+    lstm_peak_bytes: int  # peak allocated during one training step (torch.profiler)
     attention_peak_bytes: int
     lstm_state_bytes: int  # h_T and c_T, the whole memory the LSTM carries forward
     kv_cache_bytes: int  # K and V, what attention must keep to attend over the past
     seconds: float  # wall time of measuring this point, warm-ups and profiling included
+    mingru_seconds: float | None = None  # the minGRU's parallel scan, timed as the two above
+    mingru_peak_bytes: int | None = None
+    mingru_state_bytes: int | None = None  # h_T, all that the minGRU carries forward
 
     @property
     def path_lstm(self) -> int:
         """Sequential steps from the first token to the last through the recurrence."""
         return self.length
+
+    @property
+    def path_scan(self) -> int:
+        """Sequential steps of a parallel scan over T tokens: ⌈log₂ T⌉."""
+        return critical_path_scan(self.length)
 
     @property
     def path_attention(self) -> int:
@@ -141,31 +156,52 @@ def _seconds(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-@torch.no_grad()
+def _training_step(module: nn.Module, x: Tensor) -> Callable[[], object]:
+    """One forward and backward pass of ``module`` on x; the parameter gradients are dropped after it, so that
+    every step allocates them afresh (and a profiled step sees both their allocation and their release)."""
+    params = list(module.parameters())
+
+    def step():
+        module(x)[0].sum().backward()
+        for p in params:
+            p.grad = None
+
+    return step
+
+
 def measure_cost_at(length: int, width: int, repeats: int, seed: int = 0) -> CostPoint:
-    """Forward time (median of ``repeats``, alternating the two layers) and peak memory at one T."""
+    """Training-step time (median of ``repeats``, the three layers taking turns) and peak memory at one T."""
     start = time.perf_counter()
     torch.manual_seed(seed)
-    lstm = nn.LSTM(width, width, batch_first=True).eval()
-    attention = SelfAttention(width).eval()
+    layers = {"lstm": nn.LSTM(width, width, batch_first=True), "mingru": MinGRU(width, width),
+              "attention": SelfAttention(width)}
     x = torch.randn(1, length, width)  # (N, T, d)
-    _, (h, c) = lstm(x)  # warm-up, and the state it carries
-    _, (k, v) = attention(x)
-    state_bytes, kv_bytes = h.nbytes + c.nbytes, k.nbytes + v.nbytes
-    del h, c, k, v
-    lstm_times, attention_times = [], []
-    for _ in range(repeats):  # alternate, so that a burst of other work hits both layers alike
-        lstm_times.append(_seconds(lambda: lstm(x)))
-        attention_times.append(_seconds(lambda: attention(x)))
+    with torch.no_grad():
+        _, (h, c) = layers["lstm"](x)  # the state each one carries
+        _, h_mingru = layers["mingru"](x)
+        _, (k, v) = layers["attention"](x)
+    state_bytes, mingru_bytes, kv_bytes = h.nbytes + c.nbytes, h_mingru.nbytes, k.nbytes + v.nbytes
+    del h, c, h_mingru, k, v
+    steps = {name: _training_step(layer, x) for name, layer in layers.items()}
+    for step in steps.values():  # warm-up
+        step()
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(repeats):  # take turns, so that a burst of other work hits every layer alike
+        for name, step in steps.items():
+            times[name].append(_seconds(step))
+    peaks = {name: peak_allocated_bytes(step) for name, step in steps.items()}
     return CostPoint(
         length=length,
-        lstm_seconds=statistics.median(lstm_times),
-        attention_seconds=statistics.median(attention_times),
-        lstm_peak_bytes=peak_allocated_bytes(lambda: lstm(x)),
-        attention_peak_bytes=peak_allocated_bytes(lambda: attention(x)),
+        lstm_seconds=statistics.median(times["lstm"]),
+        attention_seconds=statistics.median(times["attention"]),
+        lstm_peak_bytes=peaks["lstm"],
+        attention_peak_bytes=peaks["attention"],
         lstm_state_bytes=state_bytes,
         kv_cache_bytes=kv_bytes,
         seconds=time.perf_counter() - start,
+        mingru_seconds=statistics.median(times["mingru"]),
+        mingru_peak_bytes=peaks["mingru"],
+        mingru_state_bytes=mingru_bytes,
     )
 
 
@@ -190,23 +226,30 @@ class CostSweep:
         n = len(self.points)
         return self.points[max(0, min(n - 2, n // 2)) :]
 
+    def has(self, name: str) -> bool:
+        """Whether every point measured the column ``name`` (the minGRU's are None in older points)."""
+        return bool(self.points) and all(getattr(p, name) is not None for p in self.points)
+
     def slope(self, name: str) -> float | None:
-        """Fitted log-log slope of one measured column over ``fit_points``; None with fewer than 2 sizes."""
+        """Fitted log-log slope of one measured column over ``fit_points``; None with fewer than 2 sizes, or
+        when a point lacks the column."""
         points = self.fit_points()
-        if len(points) < 2:
+        if len(points) < 2 or not self.has(name):
             return None
         return fit_loglog([p.length for p in points], [getattr(p, name) for p in points])[0]
 
 
 def predicted_next(last: CostPoint, next_length: int, repeats: int) -> tuple[float, int]:
-    """(seconds, peak bytes) expected at ``next_length``: the LSTM's time scaled by T, attention's by T².
+    """(seconds, peak bytes) expected at ``next_length``: the LSTM's and the minGRU's times scaled by T,
+    attention's by T².
 
     Each size runs every layer repeats + 2 times (a warm-up, the timings, a profiled pass). One-time costs
     in the last point's own measuring time (the profiler's start, first-call set-up) are not extrapolated.
     The peak is at least the two T×T float matrices (scores and softmax) that attention must hold.
     """
     ratio = next_length / last.length
-    seconds = (repeats + 2) * (last.lstm_seconds * ratio + last.attention_seconds * ratio**2)
+    linear = last.lstm_seconds + (last.mingru_seconds or 0.0)
+    seconds = (repeats + 2) * (linear * ratio + last.attention_seconds * ratio**2)
     peak = max(last.attention_peak_bytes * ratio**2, 2 * next_length**2 * BYTES_PER_FLOAT,
                last.lstm_peak_bytes * ratio)
     return seconds, int(peak)

@@ -9,14 +9,16 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from rnnviz.core.mingru import critical_path_scan
 from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, ConditioningResult
 from rnnviz.experiments.cost import CostSweep, fit_loglog
 from rnnviz.experiments.delay import Band, DelaySweep
 from rnnviz.figures import PALETTE, house_style
 
 MODEL_COLOURS = {"rnn": PALETTE["highlight"], "lstm": PALETTE["output"], "gru": PALETTE["hidden"],
-                 "attention": PALETTE["weight"]}
-MODEL_NAMES = {"rnn": "vanilla RNN", "lstm": "LSTM", "gru": "GRU", "attention": "self-attention"}
+                 "attention": PALETTE["weight"], "mingru": PALETTE["input"]}
+MODEL_NAMES = {"rnn": "vanilla RNN", "lstm": "LSTM", "gru": "GRU", "attention": "self-attention",
+               "mingru": "minGRU parallel scan"}
 VARIANT_COLOURS = {"every": PALETTE["hidden"], "h0": PALETTE["weight"]}
 
 
@@ -129,8 +131,10 @@ def _fit_line(sweep: CostSweep, name: str) -> tuple[list[int], list[float]] | No
 
 
 def _cost_figure(sweep: CostSweep, columns: dict[str, str], y_title: str, title: str, scale: float) -> go.Figure:
+    """One line per measured column (a column some point lacks is left out), with its fitted line dashed."""
     fig = go.Figure()
     lengths = sweep.column("length")
+    columns = {model: column for model, column in columns.items() if sweep.has(column)}
     for model, column in columns.items():
         slope = sweep.slope(column)
         label = MODEL_NAMES[model] + ("" if slope is None else f" (slope {slope:.2f})")
@@ -150,27 +154,49 @@ def _cost_figure(sweep: CostSweep, columns: dict[str, str], y_title: str, title:
 
 
 def cost_time_figure(sweep: CostSweep) -> go.Figure:
-    """Forward time against T on log-log axes, with the fitted lines dashed."""
-    return _cost_figure(sweep, {"lstm": "lstm_seconds", "attention": "attention_seconds"},
-                        "forward time (ms, log)", "Forward time (dashed: fitted line)", 1e3)
+    """Training-step time against T on log-log axes, with the fitted lines dashed."""
+    return _cost_figure(sweep, {"lstm": "lstm_seconds", "mingru": "mingru_seconds", "attention": "attention_seconds"},
+                        "time per training step (ms, log)",
+                        "Training-step time, forward + backward (dashed: fitted line)", 1e3)
 
 
 def cost_memory_figure(sweep: CostSweep) -> go.Figure:
-    """Peak allocated memory of one forward against T on log-log axes."""
-    return _cost_figure(sweep, {"lstm": "lstm_peak_bytes", "attention": "attention_peak_bytes"},
-                        "peak memory (MiB, log)", "Peak memory during one forward", 2.0**-20)
+    """Peak allocated memory of one training step against T on log-log axes."""
+    return _cost_figure(sweep, {"lstm": "lstm_peak_bytes", "mingru": "mingru_peak_bytes",
+                                "attention": "attention_peak_bytes"},
+                        "peak memory (MiB, log)", "Peak memory during one training step", 2.0**-20)
 
 
 def state_memory_figure(sweep: CostSweep) -> go.Figure:
-    """What each model carries to read token T+1: the LSTM's (h, c) against attention's key/value cache."""
+    """What each model carries to read token T+1: the LSTM's (h, c) and the minGRU's h against attention's
+    key/value cache."""
     lengths = sweep.column("length")
+    series = [("LSTM state h_T, c_T", "lstm_state_bytes", "lstm"), ("minGRU state h_T", "mingru_state_bytes", "mingru"),
+              ("attention key/value cache", "kv_cache_bytes", "attention")]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=lengths, y=[b / 1024 for b in sweep.column("lstm_state_bytes")], mode="lines+markers",
-                             name="LSTM state h_T, c_T", line=dict(color=MODEL_COLOURS["lstm"], width=3)))
-    fig.add_trace(go.Scatter(x=lengths, y=[b / 1024 for b in sweep.column("kv_cache_bytes")], mode="lines+markers",
-                             name="attention key/value cache", line=dict(color=MODEL_COLOURS["attention"], width=3)))
+    for name, column, model in series:
+        if sweep.has(column):
+            fig.add_trace(go.Scatter(x=lengths, y=[b / 1024 for b in sweep.column(column)], mode="lines+markers",
+                                     name=name, line=dict(color=MODEL_COLOURS[model], width=3)))
     fig.update_xaxes(title_text="sequence length T (log)", type="log", tickvals=lengths)
     fig.update_yaxes(title_text="KiB (log)", type="log", dtick=1)
-    fig.update_layout(title="Memory carried forward: fixed state against a cache that grows with T",
+    fig.update_layout(title="Memory carried forward: state against cache",
+                      legend=dict(orientation="h", y=-0.25))
+    return house_style(fig, height=400)
+
+
+def critical_path_figure(lengths: list[int]) -> go.Figure:
+    """Sequential steps from the first token to the last against T: T for the LSTM, ⌈log₂ T⌉ for a parallel
+    scan, 1 for attention (counted, not timed)."""
+    series = [("LSTM: T steps", "lstm", list(lengths)),
+              ("minGRU scan: ⌈log₂ T⌉ steps", "mingru", [critical_path_scan(t) for t in lengths]),
+              ("attention: 1 step", "attention", [1] * len(lengths))]
+    fig = go.Figure()
+    for name, model, steps in series:
+        fig.add_trace(go.Scatter(x=list(lengths), y=steps, mode="lines+markers", name=name,
+                                 line=dict(color=MODEL_COLOURS[model], width=3), marker=dict(size=9)))
+    fig.update_xaxes(title_text="sequence length T (log)", type="log", tickvals=list(lengths))
+    fig.update_yaxes(title_text="sequential steps (log)", type="log", dtick=1)
+    fig.update_layout(title="Critical path: sequential steps, token 1 → T",
                       legend=dict(orientation="h", y=-0.25))
     return house_style(fig, height=400)

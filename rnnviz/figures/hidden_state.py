@@ -13,7 +13,7 @@ from rnnviz.interpret.colortext import visible_char
 from rnnviz.interpret.hidden_state import Carried, ProbeCurve
 
 MODEL_COLOURS = {"rnn": PALETTE["input"], "lstm": PALETTE["hidden"], "gru": PALETTE["weight"],
-                 "transformer": PALETTE["output"]}
+                 "mingru": "#9d755d", "transformer": PALETTE["output"]}  # minGRU brown: orange marks t
 
 
 def _colour(name: str) -> str:
@@ -90,6 +90,41 @@ def attention_figure(weights: np.ndarray, text: str, start: int) -> go.Figure:
                      title_text="earlier character s (its position below it)")
     fig.update_yaxes(autorange="reversed")
     return house_style(fig, height=120 + 28 * len(labels))
+
+
+def attended_figure(queries: np.ndarray, weights: np.ndarray, text: str, s: int) -> go.Figure:
+    """Who attends to the character at s: rows are (layer, head), columns the later positions t ≥ s whose window
+    holds s; each cell is t's weight on s (a column of the attention map, so the row need not sum to 1)."""
+    layers, heads, width = weights.shape
+    z = weights.reshape(layers * heads, width)
+    labels = [f"layer {layer + 1} head {h + 1}" for layer in range(layers) for h in range(heads)]
+    chars = [visible_char(text[t]) for t in queries]
+    ticks = [f"{c}<br>{t}" if width <= 40 or i % 4 == 0 else c for i, (t, c) in enumerate(zip(queries, chars))]
+    fig = go.Figure(go.Heatmap(z=np.round(z, 4), x=list(range(width)), y=labels, zmin=0, zmax=1,
+                               colorscale="Oranges", colorbar=dict(title=dict(text="weight"), thickness=12),
+                               customdata=np.broadcast_to(np.array(chars), z.shape),
+                               hovertemplate=f"%{{y}}: '%{{customdata}}' reads '{visible_char(text[s])}' with weight "
+                                             "%{z:.3f}<extra></extra>"))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(width)), ticktext=ticks, tickangle=0,
+                     title_text=f"later character t that reads s = {s} (its position below it)")
+    fig.update_yaxes(autorange="reversed")
+    return house_style(fig, height=120 + 28 * len(labels))
+
+
+def character_strip(text: str, selected: int | None = None) -> go.Figure:
+    """The sentence as one row of clickable characters (a click selects s); ``selected`` is highlighted."""
+    n = len(text)
+    colours = [PALETTE["highlight"] if i == selected else PALETTE["muted"] for i in range(n)]
+    fig = go.Figure(go.Scatter(
+        x=list(range(n)), y=[0] * n, mode="markers+text", text=[visible_char(c) for c in text],
+        textposition="middle center", textfont=dict(size=15, color="black"),
+        marker=dict(size=22, color=colours, symbol="square", line=dict(width=0)),
+        hovertemplate="s = %{x}: '%{text}' (click to see who attends to it)<extra></extra>",
+    ))
+    fig.update_xaxes(visible=False, range=[-0.8, n - 0.2])
+    fig.update_yaxes(visible=False, range=[-1, 1])
+    fig.update_layout(height=70, margin=dict(l=0, r=0, t=0, b=0), showlegend=False, dragmode=False)
+    return fig
 
 
 def probe_figure(curves: Sequence[ProbeCurve]) -> go.Figure:

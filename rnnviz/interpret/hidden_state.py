@@ -1,9 +1,11 @@
-"""What "hidden state" means in an RNN, an LSTM and a Transformer, measured on trained character models.
+"""What "hidden state" means in an RNN, an LSTM, a minGRU and a Transformer, measured on trained character models.
 
 What each model carries from step t into step t+1 (everything it may use later about x_1…x_t):
 
     RNN          h_t = tanh(W_xh x_t + b_xh + W_hh h_{t-1} + b_hh)            carries h_t           (L·H numbers)
     LSTM         c_t = f_t ⊙ c_{t-1} + i_t ⊙ g_t,   h_t = o_t ⊙ tanh(c_t)     carries h_t and c_t   (2·L·H)
+    minGRU       z_t = σ(W_z x_t),  h̃_t = g(W_h x_t),                         carries h_t           (L·H)
+                 h_t = (1 − z_t) ⊙ h_{t-1} + z_t ⊙ h̃_t   (gates read x_t only, so training is a scan)
     Transformer  Attn(X) = softmax(QKᵀ/√d + M) V, M the causal mask           carries K and V of every
                                                                               position ≤ t, every layer (2·L·t·C)
 
@@ -12,9 +14,9 @@ context of ``block_size`` positions is full: then the window slides and the cach
 Every size here is measured from the tensors themselves (numel × element_size).
 
 **Memory probe.** For k = 1…K, a linear softmax probe p(x_{t−k} | z_t) = softmax(W z_t + b) is fitted on
-features z_t (the RNN's h_t; the LSTM's [h_t; c_t]; the Transformer's residual vector x_t⁽ℓ⁾ at position t of
-layer ℓ) to read the character k steps back; its accuracy on held-out positions, against the chance level of
-always answering the most common character, says how far back each state still holds the text.
+features z_t (the RNN's and the minGRU's h_t; the LSTM's [h_t; c_t]; the Transformer's residual vector x_t⁽ℓ⁾ at
+position t of layer ℓ) to read the character k steps back; its accuracy on held-out positions, against the chance
+level of always answering the most common character, says how far back each state still holds the text.
 
 **Bottleneck.** The next-character loss −log p(x_{t+1} | x_{t−n+1}…x_t) when the model reads only the last n
 characters (from a fresh state, or a window of n for the Transformer), for n = 1…N.
@@ -39,6 +41,11 @@ Model = CharModel | CharTransformer
 ProgressFn = Callable[[float, str], None]
 
 
+def kind_label(kind: str) -> str:
+    """How the page names a kind: "RNN", "LSTM", "GRU", "minGRU", "Transformer"."""
+    return {"mingru": "minGRU", "transformer": "Transformer"}.get(kind, kind.upper())
+
+
 # -- what each model carries -------------------------------------------------------------------------------
 
 
@@ -57,7 +64,7 @@ class CarriedTensor:
 class Carried:
     """Everything a model carries from step t into step t+1."""
 
-    kind: str  # "rnn", "lstm", "gru" or "transformer"
+    kind: str  # "rnn", "lstm", "gru", "mingru" or "transformer"
     t: int  # the last position read (0-based)
     window_start: int  # first position the carried state covers directly (> 0 once a Transformer's window slides)
     tensors: tuple[CarriedTensor, ...]
@@ -80,8 +87,8 @@ def _tensor(name: str, tensor: Tensor, values: Tensor) -> CarriedTensor:
 def carried_state(model: Model, ids: Tensor, t: int) -> tuple[Carried, Tensor | tuple[Tensor, Tensor] | KVCache]:
     """What ``model`` carries into step t+1 after reading ids[0…t] (ids 1-D), and the raw state itself.
 
-    Recurrent: the fast path's final state, h (L, 1, H), and c for an LSTM. Transformer: the KVCache of
-    ``prefill`` over the last ``block_size`` characters up to t (its window)."""
+    Recurrent (RNN, GRU, LSTM, minGRU): the fast path's final state, h (L, 1, H), and c for an LSTM.
+    Transformer: the KVCache of ``prefill`` over the last ``block_size`` characters up to t (its window)."""
     model.eval()
     x = ids[: t + 1].view(1, -1)  # (1, t+1)
     if isinstance(model, CharTransformer):
@@ -135,6 +142,34 @@ def attention_at(model: CharTransformer, ids: Tensor, t: int) -> tuple[int, np.n
     return start, trace.attention[:, 0, :, -1, :].numpy()  # (L, h, t − start + 1)
 
 
+@torch.no_grad()
+def attention_to(model: CharTransformer, ids: Tensor, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """(queries t, weights (L, h, len(t))): how much each position t ≥ s attends to the character at s, per
+    layer and head: column s of softmax(QKᵀ/√d + M), read in the window each t is ordinarily read in.
+
+    Only the t whose window still holds s count: t < s + block_size. Positions t < block_size are read from the
+    text's start (one trace of the first block_size characters serves them all: the mask makes every prefix its
+    own window); a later t reads the window of the block_size characters ending at t, where s sits at
+    s − (t + 1 − block_size)."""
+    if not 0 <= s < len(ids):
+        raise ValueError(f"s = {s} is outside the text of {len(ids)} characters")
+    model.eval()
+    block = model.block_size
+    last = min(len(ids), s + block)  # one past the last query that can still see s
+    columns = []
+    head_end = min(last, block)
+    if s < head_end:
+        _, trace = model.trace(ids[:head_end].view(1, -1))
+        columns.append(trace.attention[:, 0, :, s:head_end, s])  # (L, h, t = s…head_end − 1)
+    later = list(range(max(block, s), last))
+    if later:
+        windows = torch.stack([ids[t + 1 - block : t + 1] for t in later])  # (n, block)
+        _, trace = model.trace(windows)
+        rows = trace.attention[:, :, :, -1, :]  # (L, n, h, block): the query is each window's last position
+        columns.append(torch.stack([rows[:, i, :, s - (t + 1 - block)] for i, t in enumerate(later)], dim=-1))
+    return np.arange(s, last), torch.cat(columns, dim=-1).numpy()
+
+
 # -- memory probes -----------------------------------------------------------------------------------------
 
 
@@ -181,7 +216,7 @@ def probe_features(model: Model, ids: Tensor) -> tuple[list[tuple[str, Tensor]],
         position = torch.arange(usable) % block  # position inside its window
         return feats, position
     _, trace = model.trace(ids.view(1, -1))
-    kind = model.config.kind.upper()
+    kind = kind_label(model.config.kind)
     h = trace["h"][:, :, 0].permute(1, 0, 2).reshape(t_len, -1)  # (T, L·H)
     if model.config.kind == "lstm":
         c = trace["c"][:, :, 0].permute(1, 0, 2).reshape(t_len, -1)  # (T, L·H)
@@ -280,6 +315,9 @@ def ordinary_loss(model: Model, ids: Tensor, first: int) -> float:
 
 
 def bottleneck(model: Model, ids: Tensor, lengths: Sequence[int]) -> list[float]:
-    """``context_loss`` for each n in ``lengths``, all scored on the same positions t ≥ max(lengths) − 1."""
+    """``context_loss`` for each n in ``lengths``, all scored on the same positions t ≥ max(lengths) − 1; NaN
+    for an n beyond a Transformer's context (it cannot read that many characters at once)."""
     first = max(lengths) - 1
-    return [context_loss(model, ids, n, first) for n in lengths]
+    limit = model.block_size if isinstance(model, CharTransformer) else None
+    return [float("nan") if limit is not None and n > limit else context_loss(model, ids, n, first)
+            for n in lengths]

@@ -304,6 +304,12 @@ def script_download(config: TrainConfig | None, vocab) -> None:
         st.button("Export as PyTorch script", key=key("no_script"), icon=":material/code:", disabled=True,
                   help="Choose valid settings and a corpus first.")
         return
-    st.download_button("Export as PyTorch script", export_script(config, vocab), file_name="train_char_rnn.py",
+    try:
+        script = export_script(config, vocab)
+    except ValueError as err:  # a kind the exporter does not cover (a Transformer): say so on the button
+        st.button("Export as PyTorch script", key=key("no_script"), icon=":material/code:", disabled=True,
+                  help=str(err))
+        return
+    st.download_button("Export as PyTorch script", script, file_name="train_char_rnn.py",
                        mime="text/x-python", key=key("script_download"), icon=":material/code:", on_click="ignore",
                        help="A standalone training script that needs only torch, with these settings and vocabulary.")

@@ -37,14 +37,39 @@ from rnnviz.charlm.live import (
     holds_out,
     measure_matmul_flops,
 )
-from rnnviz.charlm.train import DEFAULT_PRESET, OPTIMIZERS, PRESETS, Preset, TrainConfig
+from rnnviz.charlm.train import (
+    DEFAULT_PRESET,
+    MINGRU_PRESET,
+    MINGRU_PRESETS,
+    OPTIMIZERS,
+    PRESETS,
+    TRANSFORMER_PRESETS,
+    TUNED_GPT,
+    Preset,
+    TrainConfig,
+)
 from rnnviz.ui.links import LinkParam, mirror_to_link, parse_choice, restore_from_link, share_link
 from rnnviz.ui.widgets import literal, seed
 
 PAGE = "live_training"
 KEEP = dict(persist_state="session")  # settings survive a visit to another page
 
-KIND_LABELS = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU"}
+KIND_LABELS = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "mingru": "minGRU", "transformer": "Transformer"}
+MAX_LAYERS = 3  # the Layers slider's end (Transformer: blocks)
+HEAD_OPTIONS = (1, 2, 4, 8)  # Transformer: attention heads h; C must divide by h
+CONTEXT_OPTIONS = (16, 32, 64, 128, 256)  # Transformer: the context, characters one position can see
+# The live page's presets: every recurrent one, the minGRU's, and the Transformer presets its widgets can hold
+# (≤ 3 blocks).
+LIVE_PRESETS: dict[str, Preset] = {**PRESETS, **MINGRU_PRESETS,
+                                   **{name: p for name, p in TRANSFORMER_PRESETS.items()
+                                      if p.config.layers <= MAX_LAYERS}}
+TRANSFORMER_DEFAULTS = LIVE_PRESETS[TUNED_GPT]  # what choosing Kind = Transformer starts from
+# Choosing a Kind of another family starts from that family's preset: RNN, LSTM and GRU share one.
+FAMILY_PRESETS = {"recurrent": DEFAULT_PRESET, "mingru": MINGRU_PRESET, "transformer": TUNED_GPT}
+MINGRU_NOTE = ("minGRU: z_t = σ(W_z x_t) and h̃_t = g(W_h x_t) read x_t only, never h_{t−1}, so the whole chunk is "
+               "computed by a parallel scan; its h_t is carried from one chunk to the next like an RNN's.")
+NO_CARRY = ("No state is carried from one chunk to the next: a Transformer has no hidden state, so every window of "
+            "T characters starts from nothing and its memory is the context it attends over.")
 HIDDEN_OPTIONS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128)
 SEQ_OPTIONS = (4, 8, 16, 32, 64, 128, 256)
@@ -70,7 +95,7 @@ def key(name: str) -> str:
     return f"{PAGE}_{name}"
 
 
-LINK = (LinkParam("preset", key("preset"), parse_choice(list(PRESETS))),)
+LINK = (LinkParam("preset", key("preset"), parse_choice(list(LIVE_PRESETS))),)
 ACTIVE_CORPUS = key("corpus")  # the Corpus the next run trains on (the last good choice)
 REVERT_BUILTIN = key("revert_builtin")  # the built-in to select again after a failed download
 UPLOAD_RESULT = key("upload_result")  # (file_id, Corpus or None, error or None) of the last upload read
@@ -121,7 +146,7 @@ def _nearest(options: tuple[float, ...], value: float) -> float:
 
 def preset_values(name: str) -> dict[str, object]:
     """Every setting widget's value for a preset."""
-    preset = PRESETS[name]
+    preset = LIVE_PRESETS[name]
     c = preset.config
     budget = preset_budget(preset)
     return {
@@ -132,8 +157,70 @@ def preset_values(name: str) -> dict[str, object]:
         key("forget_bias_on"): c.forget_bias is not None,
         key("forget_bias"): c.forget_bias if c.forget_bias is not None else 1.0,
         key("source"): SOURCES[0], key("builtin"): preset.corpus, key("budget"): budget,
-        key("sample_every"): sample_every_for(budget),
+        key("sample_every"): sample_every_for(budget), **_transformer_values(c),
     }  # fmt: skip
+
+
+def _transformer_values(c: TrainConfig) -> dict[str, object]:
+    """Heads and context of a config (a recurrent one keeps the Transformer defaults for a later switch)."""
+    if c.kind != "transformer":
+        c = TRANSFORMER_DEFAULTS.config
+    return {key("n_head"): c.n_head, key("block_size"): c.block_size}
+
+
+# The update of each kind in the lecture's symbols (\\ breaks a line); ``kind_equation`` adds the readout and loss.
+KIND_EQUATIONS = {
+    "rnn": r"h_t = \tanh(W_{xh}\, x_t + W_{hh}\, h_{t-1} + b_h)",
+    "lstm": r"[i_t, f_t, o_t] = \sigma(W_{x\cdot}\, x_t + W_{h\cdot}\, h_{t-1} + b_\cdot), \quad "
+            r"g_t = \tanh(W_{xg}\, x_t + W_{hg}\, h_{t-1} + b_g) \\ "
+            r"c_t = f_t \odot c_{t-1} + i_t \odot g_t, \quad h_t = o_t \odot \tanh(c_t)",
+    "gru": r"z_t = \sigma(W_{xz}\, x_t + W_{hz}\, h_{t-1} + b_z), \quad "
+           r"r_t = \sigma(W_{xr}\, x_t + W_{hr}\, h_{t-1} + b_r) \\ "
+           r"n_t = \tanh(W_{xn}\, x_t + b_{xn} + r_t \odot (W_{hn}\, h_{t-1} + b_{hn})), \quad "
+           r"h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}",
+    "mingru": r"z_t = \sigma(W_z\, x_t + b_z), \quad \tilde h_t = g(W_h\, x_t + b_h), \quad "
+              r"h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t",
+    "transformer": r"\mathrm{Attn}(X) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d}} + M\right)V, \qquad "
+                   r"M_{ts} = 0 \text{ for } s \le t, \ -\infty \text{ for } s > t",
+}
+READOUT = {"transformer": r"p_t = \mathrm{softmax}(W_{hy}\, x_t^{(L)} + b_y)",
+           "recurrent": r"p_t = \mathrm{softmax}(W_{hy}\, h_t + b_y)"}
+SHORT_UPDATES = ("rnn", "lstm")  # the readout and loss fit on the update's last line
+LOSS = r"\mathcal{L} = -\frac{1}{T}\sum_t \ln p_t[x_{t+1}]"
+
+
+def kind_equation(kind: str | None = None) -> str:
+    """The LaTeX of the chosen kind's update (the Kind widget's, by default), its readout and the loss: on the
+    update's last line where it is short (RNN, LSTM: the first screen stays as tall as it was), else below it."""
+    kind = kind or st.session_state.get(key("kind")) or PRESETS[DEFAULT_PRESET].config.kind
+    update = KIND_EQUATIONS.get(kind, KIND_EQUATIONS["rnn"])
+    readout = READOUT["transformer" if kind == "transformer" else "recurrent"] + r", \quad " + LOSS
+    joint = r", \quad " if kind in SHORT_UPDATES else r" \\ "
+    return r"\begin{gathered}" + update + joint + readout + r"\end{gathered}"
+
+
+def family(kind: str) -> str:
+    """The preset family of a kind: "transformer", "mingru", or "recurrent" (RNN, LSTM, GRU)."""
+    return kind if kind in ("transformer", "mingru") else "recurrent"
+
+
+def on_kind_change() -> None:
+    """Kind → Transformer selects the tuned Transformer preset's settings (shape, heads, context, AdamW with
+    warm-up, B, T); Kind → minGRU the minGRU preset's; back to RNN, LSTM or GRU, the default recurrent preset's,
+    with the kind chosen. The corpus stays. Each kind then starts from settings that train; any of them can be
+    changed afterwards."""
+    state = st.session_state
+    kind = state[key("kind")]
+    current = LIVE_PRESETS.get(state.get(key("preset")), PRESETS[DEFAULT_PRESET])
+    if family(kind) == family(current.config.kind):
+        return  # RNN ↔ LSTM ↔ GRU: only the kind changes
+    name = FAMILY_PRESETS[family(kind)]
+    values = preset_values(name)
+    for corpus_key in (key("source"), key("builtin")):
+        values.pop(corpus_key)
+    state[key("preset")] = name
+    state.update(values)
+    state[key("kind")] = kind
 
 
 def apply_preset() -> None:
@@ -166,11 +253,11 @@ def preset_for(config: TrainConfig, corpus_name: str, current: str | None) -> st
     """The preset a run's config was built from: one whose settings that have no widget (embedding width,
     learning-rate schedule, …) equal the config's, the current one first, then one for the run's corpus."""
     shown = {"kind", "layers", "hidden", "embedding", "dropout", "optimizer", "lr", "batch", "seq_len", "clip",
-             "forget_bias", "seed"}  # set by widgets (and the sidebar's seed)
-    matching = [name for name, p in PRESETS.items()
+             "forget_bias", "seed", "n_head", "block_size"}  # set by widgets (and the sidebar's seed)
+    matching = [name for name, p in LIVE_PRESETS.items()
                 if all(getattr(p.config, f.name) == getattr(config, f.name) for f in fields(TrainConfig)
                        if f.name not in shown)]
-    ranked = sorted(matching, key=lambda name: (name != current, PRESETS[name].corpus != corpus_name))
+    ranked = sorted(matching, key=lambda name: (name != current, LIVE_PRESETS[name].corpus != corpus_name))
     return ranked[0] if ranked else None
 
 
@@ -190,6 +277,7 @@ def adopt_run(run: LiveRun) -> None:
         key("forget_bias_on"): config.forget_bias is not None,
         key("forget_bias"): config.forget_bias if config.forget_bias is not None else 1.0,
         key("budget"): run.settings.step_budget, key("sample_every"): run.settings.sample_every,
+        **_transformer_values(config),
     })  # fmt: skip
     if run.settings.sample_every not in SAMPLE_EVERY_OPTIONS:
         state[key("sample_every")] = sample_every_for(run.settings.step_budget)
@@ -221,26 +309,46 @@ def preset_note(preset: Preset, corpus_name: str | None) -> str:
 
 def preset_picker() -> Preset:
     picker, share = st.columns([6, 1], vertical_alignment="bottom")
-    picker.selectbox("Preset", list(PRESETS), key=key("preset"), on_change=apply_preset, **KEEP,
+    picker.selectbox("Preset", list(LIVE_PRESETS), key=key("preset"), on_change=apply_preset, **KEEP,
                      help="Fills in every setting below: corpus, model and training. Change any of them afterwards.")
     mirror_to_link(LINK)
     with share:
         share_link(LINK)
-    preset = PRESETS[st.session_state[key("preset")]]
+    preset = LIVE_PRESETS[st.session_state[key("preset")]]
     st.caption(preset_note(preset, _chosen_corpus_name()))
     return preset
 
 
 def model_widgets() -> None:
-    st.radio("Kind", list(KIND_LABELS), format_func=KIND_LABELS.get, horizontal=True, key=key("kind"), **KEEP)
-    st.slider("Layers", 1, 3, key=key("layers"), **KEEP)
-    st.select_slider("Hidden units H", _with(HIDDEN_OPTIONS, st.session_state.get(key("hidden"))),
-                     key=key("hidden"), **KEEP)
-    st.toggle("Learned embedding", key=key("embedding"), **KEEP,
-              help="Off feeds one-hot x_t: then W_xh x_t picks one column of W_xh, which is all an embedding does.")
+    st.radio("Kind", list(KIND_LABELS), format_func=KIND_LABELS.get, horizontal=True, key=key("kind"),
+             on_change=on_kind_change, **KEEP)
+    transformer = st.session_state.get(key("kind")) == "transformer"
+    st.slider("Blocks L" if transformer else "Layers", 1, MAX_LAYERS, key=key("layers"), **KEEP)
+    st.select_slider("Width C (the residual stream)" if transformer else "Hidden units H",
+                     _with(HIDDEN_OPTIONS, st.session_state.get(key("hidden"))), key=key("hidden"), **KEEP)
+    if transformer:
+        st.session_state.setdefault(key("n_head"), TRANSFORMER_DEFAULTS.config.n_head)
+        st.session_state.setdefault(key("block_size"), TRANSFORMER_DEFAULTS.config.block_size)
+        cols = st.columns(2)
+        cols[0].select_slider("Attention heads h", _with(HEAD_OPTIONS, st.session_state.get(key("n_head"))),
+                              key=key("n_head"), **KEEP, help="Each head is d = C / h wide; C must divide by h.")
+        cols[1].select_slider("Context (characters)", _with(CONTEXT_OPTIONS, st.session_state.get(key("block_size"))),
+                              key=key("block_size"), **KEEP,
+                              help="How far back one position can attend; windows of T ≤ this are trained.")
+        st.caption(NO_CARRY)
+    else:
+        st.toggle("Learned embedding", key=key("embedding"), **KEEP,
+                  help="Off feeds one-hot x_t: then W_xh x_t picks one column of W_xh, which is all an embedding "
+                       "does.")
+        if st.session_state.get(key("kind")) == "mingru":
+            st.caption(MINGRU_NOTE)
     single = st.session_state.get(key("layers"), 1) == 1
-    st.slider("Dropout between layers", 0.0, 0.5, step=0.05, key=key("dropout"), disabled=single, **KEEP,
-              help="Acts between stacked layers only, so it needs 2 or more layers.")
+    if transformer:
+        st.slider("Dropout", 0.0, 0.5, step=0.05, key=key("dropout"), **KEEP,
+                  help="On attention weights, residual branches and embeddings, during training only.")
+    else:
+        st.slider("Dropout between layers", 0.0, 0.5, step=0.05, key=key("dropout"), disabled=single, **KEEP,
+                  help="Acts between stacked layers only, so it needs 2 or more layers.")
 
 
 def training_widgets() -> None:
@@ -252,9 +360,11 @@ def training_widgets() -> None:
     cols = st.columns(2)
     cols[0].select_slider("Batch B", _with(BATCH_OPTIONS, st.session_state.get(key("batch"))), key=key("batch"),
                           **KEEP, help="Parallel streams of text per step.")
-    cols[1].select_slider("TBPTT length T", _with(SEQ_OPTIONS, st.session_state.get(key("seq_len"))),
-                          key=key("seq_len"), **KEEP,
-                          help="Characters per chunk: the gradient flows back at most T steps.")
+    transformer = st.session_state.get(key("kind")) == "transformer"
+    cols[1].select_slider("Window T" if transformer else "TBPTT length T",
+                          _with(SEQ_OPTIONS, st.session_state.get(key("seq_len"))), key=key("seq_len"), **KEEP,
+                          help=("Characters per training window, at most the context." if transformer else
+                                "Characters per chunk: the gradient flows back at most T steps."))
     st.toggle("Clip the gradient norm", key=key("clip_on"), **KEEP,
               help="Rescale the gradient g to θ·g/‖g‖ whenever ‖g‖ > θ.")
     st.select_slider("Clipping threshold θ", CLIP_OPTIONS, key=key("clip"), format_func=lambda v: f"{v:g}",
@@ -457,15 +567,28 @@ def pending_run(vocab_size: int | None, corpus: Corpus | None = None) -> Pending
     if budget is None or not 1 <= budget <= MAX_STEP_BUDGET:
         problems.append(f"The step budget must be between 1 and {MAX_STEP_BUDGET:,} steps.")
     kind = state[key("kind")]
-    config = replace(
-        PRESETS[state[key("preset")]].config,
-        kind=kind, layers=state[key("layers")], hidden=state[key("hidden")], embedding=state[key("embedding")],
-        dropout=state[key("dropout")] if state[key("layers")] > 1 else 0.0, optimizer=state[key("optimizer")],
-        lr=lr if lr_problem is None else 1e-3, batch=state[key("batch")], seq_len=state[key("seq_len")],
-        clip=state[key("clip")] if state[key("clip_on")] else None,
+    transformer = kind == "transformer"
+    base = LIVE_PRESETS[state[key("preset")]].config
+    if family(kind) != family(base.kind):  # the schedule (warm-up, decay) of a preset of the same family
+        base = LIVE_PRESETS[FAMILY_PRESETS[family(kind)]].config
+    n_head = state.get(key("n_head"), TRANSFORMER_DEFAULTS.config.n_head)
+    block_size = state.get(key("block_size"), TRANSFORMER_DEFAULTS.config.block_size)
+    shape_problems = (_transformer_problems(state[key("hidden")], n_head, block_size, state[key("seq_len")])
+                      if transformer else [])
+    problems += shape_problems
+    values = dict(
+        kind=kind, layers=state[key("layers")], hidden=state[key("hidden")],
+        embedding=True if transformer else state[key("embedding")],
+        dropout=state[key("dropout")] if transformer or state[key("layers")] > 1 else 0.0,
+        optimizer=state[key("optimizer")], lr=lr if lr_problem is None else 1e-3, batch=state[key("batch")],
+        seq_len=state[key("seq_len")], clip=state[key("clip")] if state[key("clip_on")] else None,
         forget_bias=state[key("forget_bias")] if kind == "lstm" and state[key("forget_bias_on")] else None,
-        seed=seed(),
+        seed=seed(), n_head=n_head if transformer else base.n_head,
+        block_size=block_size if transformer else base.block_size,
     )  # fmt: skip
+    if shape_problems:  # a shape that cannot be built: count and estimate the nearest one that can
+        values.update(n_head=1, seq_len=min(values["seq_len"], block_size))
+    config = replace(base, **values)
     vocab = vocab_size or TYPICAL_VOCAB
     parameters = count_parameters(config, vocab)
     if parameters > MAX_PARAMETERS:
@@ -478,6 +601,17 @@ def pending_run(vocab_size: int | None, corpus: Corpus | None = None) -> Pending
         return PendingRun(None, None, tuple(problems), parameters, speed, shape)
     settings = LiveSettings(step_budget=int(budget), sample_every=int(state[key("sample_every")]))
     return PendingRun(config, settings, (), parameters, speed, shape)
+
+
+def _transformer_problems(width: int, n_head: int, block_size: int, seq_len: int) -> list[str]:
+    problems = []
+    if width % n_head:
+        problems.append(f"The width C = {width} does not split into {n_head} attention heads of equal width: "
+                        "choose a number of heads that divides C.")
+    if seq_len > block_size:
+        problems.append(f"A Transformer with a context of {block_size} characters trains on windows of at most "
+                        f"{block_size}: lower the window T to {block_size} or raise the context.")
+    return problems
 
 
 def speed_help(pending: PendingRun) -> str:

@@ -9,7 +9,7 @@ import streamlit as st
 from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, ConditioningConfig, shakespeare_available
 from rnnviz.experiments.cost import CostConfig
 from rnnviz.experiments.delay import DEFAULT_RECIPE, SIZINGS, DelaySweep, DelaySweepConfig, parameter_breakdown
-from rnnviz.figures.experiments import MODEL_NAMES
+from rnnviz.figures.experiments import MODEL_NAMES, critical_path_figure
 from rnnviz.ui.memory import (
     compute_conditioning,
     compute_cost_sweep,
@@ -301,10 +301,17 @@ def conditioning_tab() -> None:
     plot(lengths_fig, key="memory_cond_lengths_fig")
 
 
+def _slope_text(slope: float | None) -> str:
+    return "—" if slope is None else f"{slope:.2f}"
+
+
 def cost_tab() -> None:
     st.markdown(
-        "An LSTM layer runs $T$ steps one after another, each of $O(d^2)$ work, and carries a state "
-        "$(h_t, c_t)$ of fixed size. Self-attention compares every token with every other: $O(T^2 d)$ work "
+        "An LSTM layer runs $T$ steps one after another, each an $O(d^2)$ product with $h_{t-1}$, and carries a "
+        "state $(h_t, c_t)$ of fixed size. A **minGRU** layer keeps a fixed-size $h_t$ too, but its gates read "
+        "only $x_t$: $z_t = \\sigma(W_z x_t)$, $\\tilde h_t = g(W_h x_t)$, "
+        "$h_t = (1 - z_t) \\odot h_{t-1} + z_t \\odot \\tilde h_t$, so every product runs for all $t$ at once "
+        "and what is left is a scan. Self-attention compares every token with every other: $O(T^2 d)$ work "
         "and a $T \\times T$ matrix in memory, but the last token reaches the first in one step."
     )
     st.toggle("Quick settings (T up to 512, one timing per size)", key="memory_cost_quick",
@@ -322,7 +329,8 @@ def cost_tab() -> None:
     if st.button("Measure", key="memory_cost_run", type="primary", disabled=sweep is not None):
         sweep = compute_cost_sweep(config)
     if sweep is None:
-        st.info(f"Press **Measure** to time both layers for T = {config.min_length} … {config.max_length}.")
+        st.info(f"Press **Measure** to time a training step of each layer for T = {config.min_length} … "
+                f"{config.max_length}.")
         return
     if sweep.stopped:
         st.warning(sweep.stopped)
@@ -334,44 +342,69 @@ def cost_tab() -> None:
     if len(fit) < 3 or config.repeats == 1:
         st.warning(f"The slopes below rest on {len(fit)} sizes timed {config.repeats} time(s) each: rough on a "
                    "busy machine. The default settings (T up to 8192, 3 timings) give a steadier fit.")
-    c1, c2, c3, c4 = st.columns(4)
-    c1.metric("LSTM time slope", f"{sweep.slope('lstm_seconds'):.2f}")
-    c2.metric("Attention time slope", f"{sweep.slope('attention_seconds'):.2f}")
-    c3.metric("Attention memory slope", f"{sweep.slope('attention_peak_bytes'):.2f}")
-    c4.metric("Measured wall time", f"{sweep.seconds:.1f} s", help=f"{sweep.threads} torch thread(s)")
+    c1, c2, c3, c4, c5 = st.columns(5)
+    c1.metric("LSTM time slope", _slope_text(sweep.slope("lstm_seconds")))
+    c2.metric("minGRU scan time slope", _slope_text(sweep.slope("mingru_seconds")))
+    c3.metric("Attention time slope", _slope_text(sweep.slope("attention_seconds")))
+    c4.metric("Attention memory slope", _slope_text(sweep.slope("attention_peak_bytes")))
+    c5.metric("Measured wall time", f"{sweep.seconds:.1f} s", help=f"{sweep.threads} torch thread(s)")
     time_fig, memory_fig, state_fig = cost_figures(config)
     col_time, col_memory = st.columns(2)
     with col_time:
         plot(time_fig, key="memory_cost_time_fig")
     with col_memory:
         plot(memory_fig, key="memory_cost_memory_fig")
+    last = sweep.points[-1]
+    if last.mingru_seconds is not None:
+        st.markdown(
+            f"At $T = {last.length}$ one training step took **{last.lstm_seconds * 1e3:.1f} ms** for the LSTM, "
+            f"**{last.mingru_seconds * 1e3:.1f} ms** for the minGRU's scan and **{last.attention_seconds * 1e3:.1f} "
+            f"ms** for attention. The LSTM and the minGRU both grow linearly in $T$; the difference is in how the "
+            f"work is shaped: the LSTM's ${last.length}$ products with $h_{{t-1}}$ wait for each other, while the "
+            "minGRU's are one large product over all $t$, and its remaining recurrence is element-wise."
+        )
     st.caption(
-        f"Batch 1, width d = {config.width}, float32, {sweep.threads} torch thread(s), forward only (no "
-        f"gradient), median of {config.repeats} "
-        f"timing(s) per size with the two layers alternating. Slopes are least-squares fits of log y on log T "
-        f"over T = {fit[0].length} … {fit[-1].length} (smaller sizes are dominated by fixed overheads); linear "
-        "growth has slope 1 and quadratic growth slope 2. Peak memory is what torch's CPU allocator held "
-        "during one forward, recorded by torch.profiler (profile_memory); buffers a library allocates outside "
-        "torch, such as oneDNN's scratch space, are not counted. Attention here builds the T×T matrix; fused "
-        "kernels such as FlashAttention avoid storing it, but not the T² work."
+        f"Batch 1, width d = {config.width}, float32, {sweep.threads} torch thread(s), one training step: forward, "
+        "then backward of the sum of the outputs, with fresh parameter gradients. Median of "
+        f"{config.repeats} timing(s) per size with the three layers taking turns. Slopes are least-squares fits "
+        f"of log y on log T over T = {fit[0].length} … {fit[-1].length} (smaller sizes are dominated by fixed "
+        "overheads); linear growth has slope 1 and quadratic growth slope 2. The minGRU runs its scan in log "
+        "space (torch.logcumsumexp, as in Heinsen 2023) and its backward as the adjoint recurrence, written out. "
+        "Peak memory is what torch's CPU allocator held during "
+        "one step, recorded by torch.profiler (profile_memory); buffers a library allocates outside torch, such "
+        "as oneDNN's scratch space, are not counted. Attention here builds the T×T matrix; fused kernels such "
+        "as FlashAttention avoid storing it, but not the T² work."
     )
-    plot(state_fig, key="memory_cost_state_fig")
+    col_state, col_path = st.columns(2)
+    with col_state:
+        plot(state_fig, key="memory_cost_state_fig")
+    with col_path:
+        plot(critical_path_figure([p.length for p in sweep.points]), key="memory_cost_path_fig")
     st.dataframe([
         {"T": p.length, "LSTM: sequential steps first → last token": p.path_lstm,
+         "minGRU scan: steps first → last token": p.path_scan,
          "attention: steps first → last token": p.path_attention,
-         "LSTM state h_T, c_T (KiB)": p.lstm_state_bytes / 1024, "attention K, V cache (KiB)": p.kv_cache_bytes / 1024}
+         "LSTM state h_T, c_T (KiB)": p.lstm_state_bytes / 1024,
+         "minGRU state h_T (KiB)": None if p.mingru_state_bytes is None else p.mingru_state_bytes / 1024,
+         "attention K, V cache (KiB)": p.kv_cache_bytes / 1024}
         for p in sweep.points
     ], hide_index=True)
-    st.caption("State sizes are the nbytes of the tensors each layer returned: the LSTM's (h_T, c_T) and "
-               "attention's keys and values, which a decoder must keep to read one more token.")
+    st.caption("State sizes are the nbytes of the tensors each layer returned: the LSTM's (h_T, c_T), the minGRU's "
+               "h_T, and attention's keys and values, which a decoder must keep to read one more token. Steps are "
+               "counted, not timed: a parallel scan combines neighbours pairwise in ⌈log₂ T⌉ rounds (on a GPU; "
+               "torch's CPU kernel walks the T additions in a loop, but none of them is a matrix product).")
     st.markdown(
         "**What “hidden state” means**\n\n"
         "| model | what carries the past | size after T tokens | path from token 1 to token T |\n"
         "|---|---|---|---|\n"
         "| vanilla RNN | $h_t$ | $d$ numbers | $T$ steps through $W_{hh}$ |\n"
         "| LSTM | $h_t$ and the cell $c_t$ | $2d$ numbers | $T$ steps, along $c_t$ scaled by $f_t$ |\n"
+        "| minGRU | $h_t$, its gates computed from $x_t$ alone | $d$ numbers | $T$ steps along $h_t$ scaled by "
+        "$1 - z_t$, computed in $\\lceil \\log_2 T \\rceil$ parallel rounds |\n"
         "| Transformer | a contextual vector per token per layer (and its keys, values) | $T \\cdot d$ per layer "
         "(K, V: $2 T d$) | 1 attention step per layer |\n\n"
         "The RNN squeezes the whole past into a fixed-size bottleneck; attention keeps every token and pays "
-        "for it in memory and in $T^2$ work."
+        "for it in memory and in $T^2$ work. The minGRU keeps the bottleneck and the linear cost, and gives up "
+        "something else to train in parallel: its gates cannot see $h_{t-1}$, so what it writes and forgets "
+        "depends on the current character only, never on what it already holds."
     )

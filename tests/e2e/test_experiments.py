@@ -32,7 +32,7 @@ def test_memory_experiments_run_quick_in_browser(page, base_url):
     screenshot_whole_page(page, "memory-experiments-delay")
 
     panel = _run_quick(page, "3 · What recurrence costs", "T = 64 … 512", "Measure", "Attention time slope")
-    expect(panel.locator(".js-plotly-plot")).to_have_count(3, timeout=60_000)  # charts land after the text
+    expect(panel.locator(".js-plotly-plot")).to_have_count(4, timeout=60_000)  # charts land after the text
     screenshot_whole_page(page, "memory-experiments-cost")
 
     panel = _run_quick(page, "2 · Conditioning on a vector", "30 steps each", "Train both variants",

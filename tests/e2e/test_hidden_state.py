@@ -1,6 +1,6 @@
-"""The hidden-state page in a real browser at 1400 × 900: three carried states with their sizes, the
-Transformer's attention map, a step of the slider, and the memory probe with its plot. The screenshot of the
-carried states goes to docs/screenshots/hidden-state.png."""
+"""The hidden-state page in a real browser at 1400 × 900: four carried states with their sizes (RNN, LSTM, minGRU,
+Transformer, in two rows of two), the Transformer's attention map, a step of the slider, and the memory probe with
+its plot. The screenshot of the carried states goes to docs/screenshots/hidden-state.png."""
 
 from playwright.sync_api import expect
 
@@ -15,13 +15,23 @@ def no_exception(page) -> bool:
     return page.locator("[data-testid='stException']").count() == 0
 
 
-def test_step_through_a_sentence_see_three_states_attention_and_the_probe(page, base_url):
+def test_step_through_a_sentence_see_four_states_attention_and_the_probe(page, base_url):
     open_app_page(page, base_url, "hidden-state", timeout_ms=FIRST_LOAD_MS)
     assert no_exception(page)
     main = page.locator("[data-testid='stMain']")
-    for name in ("RNN", "LSTM", "Transformer"):
+    for name in ("RNN", "LSTM", "minGRU", "Transformer"):
         expect(main.locator("strong", has_text=name).first).to_be_visible()
     expect(main.get_by_text("bytes", exact=False).first).to_be_visible()
+    # four carried states, each with its size in numbers and bytes, each with its heat strip
+    expect(main.locator("strong").filter(has_text=" bytes")).to_have_count(4)
+    expect(main.locator("[class*='st-key-hidden_state_carried_']")).to_have_count(4)
+    expect(main.get_by_text("what it writes cannot depend on what it already holds", exact=False)).to_be_visible()
+    # two rows of two: the minGRU sits under the RNN, the Transformer under the LSTM
+    boxes = {name: main.locator(f".st-key-hidden_state_carried_{name}").bounding_box()
+             for name in ("RNN", "LSTM", "minGRU", "Transformer")}
+    assert boxes["minGRU"]["y"] > boxes["RNN"]["y"] + boxes["RNN"]["height"] - 1
+    assert abs(boxes["minGRU"]["x"] - boxes["RNN"]["x"]) < 2 and boxes["LSTM"]["x"] > boxes["RNN"]["x"] + 300
+    assert boxes["RNN"]["width"] > 400  # half the main column at 1400 px (about 460 px), not a quarter
     expect(main.get_by_text("The Transformer's attention at t")).to_be_visible()
     nudge_slider(page, "t: the last character read", "ArrowRight", presses=3)
     assert no_exception(page)
@@ -30,7 +40,7 @@ def test_step_through_a_sentence_see_three_states_attention_and_the_probe(page, 
     wait_idle(page, timeout_ms=120_000)
     expect(main.get_by_text("Dashed grey: always answering")).to_be_visible(timeout=120_000)
     assert no_exception(page)
-    # What the class sees first: the three carried states with their sizes, on one 1400 × 900 screen.
+    # What the class sees first: the carried states with their sizes, on a 1400 × 900 screen.
     main.get_by_text("What each model carries into step t+1").scroll_into_view_if_needed()
     page.evaluate("() => { const m = document.querySelector('[data-testid=stMain]');"
                   " const h = [...m.querySelectorAll('h3')].find(e => e.textContent.startsWith('What each'));"
@@ -39,3 +49,30 @@ def test_step_through_a_sentence_see_three_states_attention_and_the_probe(page, 
     DOCS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(DOCS / "hidden-state.png"))
     screenshot_whole_page(page, "hidden-state-whole")
+
+
+def test_click_a_character_to_see_who_attends_to_it(page, base_url):
+    open_app_page(page, base_url, "hidden-state", timeout_ms=FIRST_LOAD_MS)
+    main = page.locator("[data-testid='stMain']")
+    strip = page.locator(".st-key-hidden_state_strip")
+    strip.scroll_into_view_if_needed()
+    expect(strip.locator(".points path").first).to_be_attached(timeout=60_000)
+    box = strip.locator(".points path").nth(4).bounding_box()  # "The function…": s = 4 is the "f"
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(main.get_by_text("can read s = 4 ('f')", exact=False)).to_be_visible(timeout=60_000)
+    wait_idle(page, timeout_ms=60_000)
+    expect(main.get_by_text("later character t that reads s = 4", exact=False)).to_be_attached()
+    assert no_exception(page)
+    # a slot takes another model: the slot menus are in the models' expander
+    main.get_by_text("The four models: shipped, live-trained, uploaded or raced").click()
+    expect(main.get_by_text("Transformer slot")).to_be_visible()
+    uploader = page.locator(".st-key-hidden_state_upload input[type='file']")
+    uploader.set_input_files(files=[{"name": "not-a-model.pt", "mimeType": "application/octet-stream",
+                                     "buffer": b"PK\x03\x04 not a checkpoint"}])
+    expect(main.locator("[data-testid='stAlertContentError']").first).to_be_visible(timeout=60_000)
+    assert no_exception(page)
+    uploader.set_input_files(str(ROOT / "rnnviz" / "assets" / "models" / "rnn-english-docs.pt"))
+    expect(main.get_by_text("parameters, uploaded)", exact=False)).to_be_visible(timeout=60_000)  # the RNN column
+    wait_idle(page, timeout_ms=60_000)
+    expect(main.locator("[data-testid='stAlertContentError']")).to_have_count(0)
+    assert no_exception(page)

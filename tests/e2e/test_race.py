@@ -1,0 +1,66 @@
+"""The race in a real browser: on the hidden-state page a teacher starts the LSTM against the small GPT, both
+val-loss curves and a sample of each appear, Stop ends it and keeps both models; a Transformer on the live page
+trains a chunk with no state carried."""
+
+from playwright.sync_api import expect
+
+from tests.e2e.harness import open_app_page, screenshot, wait_idle
+from tests.e2e.test_live_training import click, no_exception, number, wait_for
+
+FIRST_LOAD_MS = 120_000
+RACE_TIMEOUT_S = 240  # two busy cores: each model's first 10 s of training, in turns, plus scoring
+
+
+def race_traces(page) -> list[int]:
+    """Points drawn per curve of the race figure (SVG markers of each scatter trace), in legend order."""
+    return page.evaluate("""() => {
+        const charts = [...document.querySelectorAll('.js-plotly-plot')];
+        const race = charts.find(c => (c.querySelector('.gtitle')?.textContent || '').startsWith('Val loss against'));
+        if (!race) return [];
+        return [...race.querySelectorAll('.scatterlayer .trace')].map(t => t.querySelectorAll('.points path').length);
+    }""")
+
+
+def test_a_teacher_races_the_lstm_against_the_gpt(page, base_url):
+    open_app_page(page, base_url, "hidden-state", timeout_ms=FIRST_LOAD_MS)
+    main = page.locator("[data-testid='stMain']")
+    heading = main.get_by_text("The race: an LSTM against a small GPT, on one clock")
+    heading.scroll_into_view_if_needed()
+    expect(heading).to_be_visible()
+    main.locator("[data-testid='stButtonGroup']").get_by_text("20 s", exact=True).click()
+    wait_idle(page, timeout_ms=FIRST_LOAD_MS)
+    click(page, "Start race")
+    # both curves get a point and both models a sample, live, while the race goes on
+    wait_for(lambda: main.get_by_text("Sample at 10 s").count() == 2, RACE_TIMEOUT_S,
+             "a sample of each model at 10 s of training")
+    wait_for(lambda: (t := race_traces(page)) and len(t) == 2 and min(t) >= 2, 30, "two points on each curve")
+    assert no_exception(page)
+    expect(main.get_by_text("Training so far: LSTM")).to_be_visible()
+    heading.scroll_into_view_if_needed()
+    page.evaluate("() => { const m = document.querySelector('[data-testid=stMain]');"
+                  " const h = [...m.querySelectorAll('h3')].find(e => e.textContent.startsWith('The race'));"
+                  " m.scrollTop += h.getBoundingClientRect().top - 60; }")
+    page.wait_for_timeout(600)
+    screenshot(page, "race-running")  # tests/e2e/screenshots; docs/screenshots/race.png shows a finished 60 s race
+    click(page, "Stop")
+    wait_for(lambda: main.get_by_text("the models are kept").count() > 0, 60, "the stop")
+    wait_idle(page)
+    assert no_exception(page)
+    # the models stay: New race is offered, and the curves are still drawn
+    expect(page.get_by_role("button", name="New race")).to_be_enabled()
+    assert min(race_traces(page)) >= 2
+
+
+def test_a_transformer_trains_on_the_live_page(page, base_url):
+    open_app_page(page, base_url, "char-model-training")
+    page.locator("[data-testid='stSelectbox']").filter(has_text="Built-in corpus").click()
+    page.get_by_role("option", name="\"hello\" (the lecture's toy)").click()
+    wait_idle(page)
+    page.locator("[data-testid='stRadio']").filter(has_text="Kind").get_by_text("Transformer", exact=True).click()
+    wait_idle(page)
+    main = page.locator("[data-testid='stMain']")
+    expect(main.get_by_text("Attention heads h")).to_be_visible()
+    expect(main.get_by_text("No state is carried from one chunk to the next")).to_be_visible()
+    click(page, "Step")
+    wait_for(lambda: (n := number(page, "Step")) is not None and n >= 1, 120, "one chunk of training")
+    assert no_exception(page)

@@ -1,0 +1,131 @@
+"""The race section of the hidden-state page (AppTest): start a short race, see two curves and two samples,
+pause and continue, a fresh session (a reload) draws without an exception; the figure shows what the engine
+recorded."""
+
+import json
+
+import pytest
+
+from rnnviz.charlm.race import RaceStatus
+from rnnviz.figures.race import race_figure
+from rnnviz.ui import race as race_ui
+from tests.apptest_helpers import open_page, page_text
+
+PAGE = "app_pages/hidden_state.py"
+
+
+@pytest.fixture
+def short_race(monkeypatch):
+    """One second of training each, scored every half second: the real presets, a short clock."""
+    monkeypatch.setattr(race_ui, "DURATIONS", (1, 20, 60))
+    monkeypatch.setattr(race_ui, "DEFAULT_SECONDS", 1)
+    monkeypatch.setattr(race_ui, "MARK_EVERY_S", 0.5)
+    monkeypatch.setattr(race_ui, "SLICE_S", 0.25)
+    monkeypatch.setattr(race_ui, "EVAL_CHARS", 2_000)
+    monkeypatch.setattr(race_ui, "SAMPLE_CHARS", 40)
+
+
+def _runner(at):
+    return at.session_state[race_ui.RUNNER]
+
+
+def test_a_race_shows_two_curves_and_two_samples_and_gives_its_slot_back(short_race):
+    at = open_page(PAGE, timeout=120)
+    assert not at.exception
+    assert "The race: an LSTM against a small GPT" in page_text(at)
+    assert at.selectbox(key=race_ui.CORPUS).value == "english-docs"
+    at.button(key=f"{race_ui.PAGE}_start").click().run()
+    assert not at.exception
+    runner = _runner(at)
+    runner.join(120)
+    assert runner.status == RaceStatus.FINISHED, runner.message
+    at.run()
+    assert not at.exception
+    text = page_text(at)
+    assert "Finished at 1 s of training each" in text
+    race = runner.race
+    assert set(race.trainers) == {"LSTM", "Transformer"}
+    codes = [c.value for c in at.code]
+    for name in race.trainers:
+        assert [m.mark for m in race.curves[name]] == [0.5, 1.0]
+        assert race.samples[name][-1].text in codes  # each model's latest sample under the curves
+    spec = json.loads(next(c.proto.spec for c in at.get("plotly_chart") if "Val loss against training time" in
+                           c.proto.spec))
+    traces = {t["name"]: t for t in spec["data"]}
+    for name in race.trainers:
+        assert traces[name]["y"] == pytest.approx([m.val_loss for m in race.curves[name]])
+    assert runner.slots.busy == 0  # the slot is given back
+    # the finished race keeps its models; Start is off until "New race"
+    assert at.button(key=f"{race_ui.PAGE}_start").disabled
+    assert not at.button(key=f"{race_ui.PAGE}_new").disabled
+
+
+def test_the_raced_models_can_fill_the_pages_slots(short_race):
+    at = open_page(PAGE, timeout=120)
+    at.button(key=f"{race_ui.PAGE}_start").click().run()
+    runner = _runner(at)
+    runner.join(120)
+    at.run()
+    gpt = runner.race.trainers["Transformer"]
+    box = at.selectbox(key="hidden_state_source_Transformer")
+    assert f"the race's Transformer, step {gpt.step:,}" in box.options
+    box.set_value("race").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="hidden_state_source_LSTM").options[-1].startswith("the race's LSTM")
+    text = page_text(at)
+    assert f"**Transformer** ({gpt.num_parameters:,} parameters, from the race)" in text
+
+
+def test_pause_keeps_the_models_and_continue_finishes_the_race(short_race):
+    at = open_page(PAGE, timeout=120)
+    at.button(key=f"{race_ui.PAGE}_start").click().run()
+    runner = _runner(at)
+    at.button(key=f"{race_ui.PAGE}_pause").click().run()
+    assert not at.exception
+    runner.join(60)
+    assert runner.status == RaceStatus.PAUSED
+    trainers = dict(runner.race.trainers)
+    assert at.button(key=f"{race_ui.PAGE}_start").label == "Continue"
+    at.button(key=f"{race_ui.PAGE}_start").click().run()
+    assert _runner(at) is runner
+    runner.join(120)
+    assert runner.status == RaceStatus.FINISHED
+    assert runner.race.trainers == trainers  # the same models trained on
+    at.run()
+    assert not at.exception
+
+
+def test_a_reload_takes_up_the_race_and_its_models_from_the_address(short_race):
+    at = open_page(PAGE, timeout=120)
+    at.button(key=f"{race_ui.PAGE}_start").click().run()
+    runner = _runner(at)
+    token = runner.token
+    assert token and token in str(at.query_params[race_ui.RACE_PARAM])  # the address names the race
+    runner.join(120)
+    reloaded = open_page(PAGE, timeout=120, query={race_ui.RACE_PARAM: token})  # a new session, the same address
+    assert not reloaded.exception
+    assert _runner(reloaded) is runner  # the same race, the same trained models
+    assert "Finished at 1 s of training each" in page_text(reloaded)
+    stranger = open_page(PAGE, timeout=120, query={race_ui.RACE_PARAM: "not-a-token"})
+    assert not stranger.exception and race_ui.RUNNER not in stranger.session_state
+    assert any("does not hold" in w.value for w in stranger.warning)
+
+
+def test_a_new_session_draws_the_section_without_a_race():
+    at = open_page(PAGE, timeout=120)
+    assert not at.exception
+    assert race_ui.RUNNER not in at.session_state
+    assert "Press **Start race**" in page_text(at)
+
+
+def test_the_figure_draws_what_the_engine_recorded():
+    from rnnviz.charlm.race import Mark
+
+    curves = {"LSTM": [Mark("LSTM", 5.0, 5.03, 120, 2.1, 1000), Mark("LSTM", 10.0, 10.01, 250, 1.9, 1000)],
+              "Transformer": [Mark("Transformer", 5.0, 5.05, 80, 2.4, 1000)]}
+    fig = race_figure(curves, 10.0, 65, reference=(1.906, "nanoGPT"))
+    lstm, gpt = fig.data
+    assert list(lstm.x) == [5.03, 10.01] and list(lstm.y) == [2.1, 1.9] and list(lstm.customdata) == [120, 250]
+    assert list(gpt.y) == [2.4]
+    labels = [a.text for a in fig.layout.annotations]
+    assert "1.900" in labels and "2.400" in labels and any("ln V = 4.17" in t for t in labels)
