@@ -30,7 +30,7 @@ $(RUNTIME_STAMP): requirements.txt constraints.txt pyproject.toml | $(BIN)/pytho
 	$(PIP) install --no-deps --no-build-isolation -e .
 	touch $@
 
-$(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
+$(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt requirements-ray.txt
 	$(PIP) install -r requirements-dev.txt -c constraints.txt
 	touch $@
 

@@ -3,11 +3,13 @@
 import streamlit as st
 import torch
 
+from rnnviz.charlm.backend import ADDRESS_ENV, SETTINGS_FILE, backend_setting
 from rnnviz.charlm.corpus import MAX_VOCAB
 from rnnviz.charlm.live import MAX_CORPUS_BYTES, MAX_PARAMETERS, LiveRun
 from rnnviz.charlm.sample_request import MAX_SAMPLE_LENGTH
 from rnnviz.core.runtime import physical_cores, process_memory_bytes
 from rnnviz.ui.live_run import LEASE_SECONDS, training_slots
+from rnnviz.ui.server_backend import backend_panel, cluster_numbers, training_metrics
 from rnnviz.ui.sessions import collect_garbage, reap_expired_sessions
 from rnnviz.ui.widgets import page_header
 
@@ -24,13 +26,15 @@ slots = training_slots()
 reap_expired_sessions()  # closed tabs past the TTL
 collect_garbage()  # a closed tab's run that nothing refers to any more is freed, not counted
 memory = process_memory_bytes()
+cluster = cluster_numbers()  # None: training runs in this process
 cols = st.columns(4)
-cols[0].metric("Training now", f"{slots.busy} of {slots.capacity}", help="Sessions holding a training slot.")
-cols[1].metric("Waiting for a slot", slots.waiting, help="Sessions queued for a slot, first come first served.")
+training_metrics(cols, cluster, slots)
 cols[2].metric("Live models in memory", LiveRun.count_alive(),
                help="Models of the live-training page in this process: trained, paused or waiting.")
 cols[3].metric("Process memory", f"{memory / 2**20:,.0f} MB" if memory else "—",
                help="Resident memory of this server process.")
+
+backend_panel(cluster)
 
 st.subheader("Limits")
 st.table([
@@ -48,4 +52,6 @@ st.table([
      "set by": "server.disconnectedSessionTTL"},
     {"limit": "CPU", "value": f"{physical_cores()} physical cores, {torch.get_num_threads()} torch threads",
      "set by": "RNNVIZ_THREADS, else the physical cores"},
+    {"limit": "training backend", "value": backend_setting().address or "this process",
+     "set by": f"{ADDRESS_ENV}, else ray_address in {SETTINGS_FILE}"},
 ])  # fmt: skip

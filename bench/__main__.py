@@ -26,6 +26,10 @@ BENCHMARKS = [
     "live_responsiveness",
     "memory_recipe",
     "class_load",
+    "captioning",
+    "mingru_speed",
+    "ray_overhead",
+    "time_to_words",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

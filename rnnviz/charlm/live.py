@@ -13,6 +13,10 @@ the model spells the text before it leaves it (``leaves_training_text``).
 
 ``RunRegistry`` finds a run again by the unguessable token in its address, for a reload or a new tab.
 
+A run may train elsewhere (``remote``: rnnviz.charlm.ray_backend.RayRun, one Ray actor per run): then
+``tick`` only polls, the LiveRun here is a mirror of the remote run (its records, samples, snapshots and
+latest weights), and whenever nothing trains remotely it holds the exact training state again.
+
 No streamlit here: the page keeps a LiveRun in session state and calls ``tick`` from a fragment.
 """
 
@@ -38,6 +42,7 @@ from rnnviz.charlm.corpus import Corpus, TBPTTBatcher
 from rnnviz.charlm.sample import generate
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer
+from rnnviz.core.charmodel import build_model
 
 MAX_SNAPSHOTS = 20  # weight copies kept for the explorer; the initial weights are one of them
 MAX_PARAMETERS = 2_000_000  # per session: larger models train too slowly to watch live on a CPU
@@ -64,6 +69,7 @@ class Status(StrEnum):
     PAUSED = "paused"  # stopped by the user
     HALTED = "halted"  # stopped by itself: the loss or gradient blew up; the last good weights are back
     FINISHED = "finished"  # the step budget is spent
+    LOST = "lost"  # the worker that trained it (a Ray actor, its node) died; Start resumes from the last checkpoint
 
 
 ACTIVE = (Status.RUNNING, Status.WAITING)
@@ -117,19 +123,24 @@ class Progress:
         return min(1.0, self.step / self.budget)
 
 
+@functools.lru_cache(maxsize=256)
 def count_parameters(config: TrainConfig, vocab_size: int) -> int:
-    """Parameters of the CharModel ``config`` builds for V = vocab_size, counted without building it.
+    """Parameters of the model ``config`` builds for V = vocab_size, as sum(p.numel()).
 
-    A recurrent layer with G weight blocks has G·H·(D + H) weights and 2·G·H biases (b_ih and b_hh);
-    the embedding has V·E, the readout H·V + V.
+    The model is built on torch's meta device (shapes only, no memory, no arithmetic), so the count holds
+    for every kind the engine builds (recurrent layers, a Transformer, any later one) without a formula
+    to keep in step with it.
     """
-    gates, hidden = GATES[config.kind], config.hidden
-    inputs = config.embed_dim if config.embedding else vocab_size
-    total = config.embed_dim * vocab_size if config.embedding else 0
-    for layer in range(config.layers):
-        width = inputs if layer == 0 else hidden
-        total += gates * hidden * (width + hidden) + 2 * gates * hidden
-    return total + hidden * vocab_size + vocab_size
+    with torch.device("meta"):
+        model = build_model(config.model_config(vocab_size))
+    return sum(p.numel() for p in model.parameters())
+
+
+def _lookup_parameters(config: TrainConfig, vocab_size: int) -> int:
+    """Parameters that are looked up, not multiplied: the embedding (and a Transformer's positions)."""
+    if config.kind == "transformer":
+        return (vocab_size + config.block_size) * config.hidden
+    return config.embed_dim * vocab_size if config.embedding else 0
 
 
 def measure_matmul_flops(size: int = 384, repeats: int = 8) -> float:
@@ -145,15 +156,21 @@ def measure_matmul_flops(size: int = 384, repeats: int = 8) -> float:
 
 
 def estimate_chars_per_second(config: TrainConfig, vocab_size: int, matmul_flops: float) -> float:
-    """Training throughput B·T / (time per step) from the model's size and the measured matmul rate."""
-    embedding = config.embed_dim * vocab_size if config.embedding else 0
-    dense = count_parameters(config, vocab_size) - embedding  # the embedding is a lookup, not a matmul
+    """Training throughput B·T / (time per step) from the model's size and the measured matmul rate.
+
+    A recurrent model also pays a sequential cost per layer and time step. A Transformer has none (its T
+    positions run in parallel) but adds the attention products QKᵀ and AV: 4·T²·C flops per window and block
+    forward, about 3× that with the backward pass.
+    """
+    dense = count_parameters(config, vocab_size) - _lookup_parameters(config, vocab_size)
     chars = config.batch * config.seq_len
-    seconds = (
-        STEP_OVERHEAD_S
-        + config.layers * config.seq_len * TIMESTEP_OVERHEAD_S
-        + 6 * dense * chars / (MATMUL_EFFICIENCY * matmul_flops)
-    )
+    matmul = 6 * dense * chars
+    if config.kind == "transformer":
+        sequential = 0.0
+        matmul += 12 * config.layers * config.batch * config.seq_len**2 * config.hidden
+    else:
+        sequential = config.layers * config.seq_len * TIMESTEP_OVERHEAD_S
+    seconds = STEP_OVERHEAD_S + sequential + matmul / (MATMUL_EFFICIENCY * matmul_flops)
     return chars / seconds
 
 
@@ -235,6 +252,8 @@ class LiveRun:
         self.holds_out = holds_out(trainer.corpus)  # False: val is the training text, the model memorises it
         self.sample_prime = sample_prime(trainer.corpus)  # scheduled samples start from this
         self.token: str | None = None  # set by RunRegistry.register
+        self.remote = None  # a RemoteTraining (rnnviz.charlm.backend) that trains this run elsewhere; None: here
+        self.notice: str | None = None  # something the page must say once more than the status (a recovered worker)
         # Held while training or changing the run. A host may run two threads on one session for a moment
         # (Streamlit starts a new script thread on a click while the old one finishes its chunk); whoever
         # reads the weights (sampling, a checkpoint) holds it too, so they never see half an update.
@@ -278,7 +297,11 @@ class LiveRun:
 
     @_locked
     def start(self) -> None:
-        """Ask for training chunks; a finished run must get a larger budget first."""
+        """Ask for training chunks; a finished run must get a larger budget first, a lost one resumes from its
+        last checkpoint."""
+        if self.status == Status.LOST and self.remote is not None:
+            self.remote.restore(self)
+        self.notice = None
         if self.step >= self.settings.step_budget:
             self._finish()
             return
@@ -288,15 +311,19 @@ class LiveRun:
     @_locked
     def pause(self) -> None:
         if self.is_active:
+            if self.remote is not None:
+                self.remote.stop(self)  # the chunks in flight come back, then the exact state; the CPU is free
+            if not self.is_active:
+                return  # it finished, halted or was lost meanwhile: that status says more
             self.status = Status.PAUSED
             self.message = f"Paused at step {self.step:,}. Start continues from here."
 
-    def wait_for_slot(self, position: int | None, capacity: int) -> None:
+    def wait_for_slot(self, position: int | None, capacity: int, where: str = "this server") -> None:
         """Every slot is taken: say so, with the place in the queue."""
         self.status = Status.WAITING
         place = f"number {position} in the queue" if position else "in the queue"
         self.message = (
-            f"Waiting for a free training slot: this server trains {capacity} model{'s' if capacity > 1 else ''} "
+            f"Waiting for a free training slot: {where} trains {capacity} model{'s' if capacity != 1 else ''} "
             f"at a time and all are busy. You are {place}; training starts by itself when a slot frees."
         )
 
@@ -304,16 +331,22 @@ class LiveRun:
     def update_settings(self, settings: LiveSettings) -> None:
         """New budget or schedule; a finished run with a larger budget can be started again."""
         self.settings = settings
+        if self.remote is not None:
+            self.remote.update_settings(settings)
         if self.status == Status.FINISHED and self.step < settings.step_budget:
             self.status = Status.PAUSED
             self.message = f"The budget is now {settings.step_budget:,} steps. Start continues from step {self.step:,}."
         elif self.step >= settings.step_budget and self.status != Status.READY:
+            if self.remote is not None and self.is_active:
+                self.remote.stop(self)  # the remote run ends at the new budget too: bring it back, free its CPU
             self._finish()
 
     @_locked
     def retune(self, lr: float, clip: float | None) -> None:
         """New learning rate and clipping θ for the next steps (a halted run becomes paused)."""
         self.trainer.retune(lr=lr, clip=clip)
+        if self.remote is not None:
+            self.remote.retune(lr=lr, clip=clip)
         if self.status == Status.HALTED:
             self.status = Status.PAUSED
         clipping = f"clipping at θ = {clip:g}" if clip is not None else "no clipping"
@@ -327,6 +360,8 @@ class LiveRun:
         slot once the run stops by itself."""
         if not self.is_active:
             return []
+        if self.remote is not None:  # trains elsewhere: poll, never wait (the remote has its own queue)
+            return self.remote.tick(self, max_seconds)
         if not slots.acquire(owner):
             self.wait_for_slot(slots.queue_position(owner), slots.capacity)
             return []
@@ -353,6 +388,8 @@ class LiveRun:
         takes no place in the queue, and gives the slot back afterwards."""
         if self.is_active:
             return []
+        if self.status == Status.LOST and self.remote is not None:
+            self.remote.restore(self)  # a Step after a lost worker trains on from the last checkpoint
         if self.step >= self.settings.step_budget:
             self._finish()
             return []
@@ -429,6 +466,13 @@ class LiveRun:
             first = self.snapshots[0][0]  # the initial weights (or a resumed checkpoint's) always stay
             self.snapshots = [(s, w) for s, w in self.snapshots if s == first or s % self.snapshot_every == 0]
 
+    @_locked
+    def release(self) -> None:
+        """Give back what trains this run elsewhere (Reset); the run itself stays readable here."""
+        if self.remote is not None:
+            self.remote.release()
+            self.remote = None
+
     def _finish(self) -> None:
         if self.samples and self.samples[-1].step != self.step:
             self._evaluate_and_sample()
@@ -483,6 +527,13 @@ class RunRegistry:
                 entry = RunRegistry._Entry(weakref.ref(run), set())
                 self._entries[self._digest(run.token)] = entry
             entry.holders.add(holder)
+            return run.token
+
+    def adopt(self, run: LiveRun, holder: Hashable) -> str:
+        """Register ``run`` under the token it already has (a run found again on a Ray cluster by its token)."""
+        with self._lock:
+            self._purge_dead()
+            self._entries[self._digest(run.token)] = RunRegistry._Entry(weakref.ref(run), {holder})
             return run.token
 
     def attach(self, token: str, holder: Hashable, alive: Callable[[Hashable], bool]) -> LiveRun | None:

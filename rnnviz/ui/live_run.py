@@ -10,6 +10,11 @@ Every run gets an unguessable token, kept in the page's address as ``?run=<token
 is a new session: it finds the run again through the process's ``RunRegistry`` while a session that holds
 the run is still alive (open, or closed less than ``server.disconnectedSessionTTL`` ago). Nothing else
 leads to a run, so a student without the token sees none of another's.
+
+With RNNVIZ_RAY_ADDRESS set (see rnnviz.charlm.backend), a new run trains on a Ray actor
+(rnnviz.charlm.ray_backend) and the page's LiveRun mirrors it; a token this process does not know is looked
+up as a named actor on the cluster (a reload that landed on another replica). Ray that is missing or does not
+answer leaves training in this process, and the Server status page says why.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import uuid
 import numpy as np
 import streamlit as st
 
+from rnnviz.charlm.backend import backend_setting
 from rnnviz.charlm.corpus import BUILTIN_CORPORA
 from rnnviz.charlm.live import LiveRun, RunRegistry, Status, leaves_training_text
 from rnnviz.charlm.slots import TrainingSlots
@@ -77,6 +83,23 @@ def training_slots() -> TrainingSlots:
 
 
 @st.cache_resource(show_spinner=False)
+def ray_connection():
+    """This process's RayConnection (rnnviz.charlm.ray_backend), made once; None when no Ray address is set."""
+    setting = backend_setting()
+    if not setting.wants_ray:
+        return None
+    from rnnviz.charlm.ray_backend import connect
+
+    return connect(setting)
+
+
+def ray_if_usable():
+    """The RayConnection when runs train on Ray, else None (not asked for, or not usable: then in-process)."""
+    connection = ray_connection()
+    return connection if connection is not None and connection.ok else None
+
+
+@st.cache_resource(show_spinner=False)
 def run_registry() -> RunRegistry:
     """The one RunRegistry of this server process: runs by token, held weakly, listed nowhere."""
     return RunRegistry()
@@ -120,6 +143,12 @@ def take_up_run_from_address() -> None:
         return
     let_go = token in st.session_state.get(LET_GO, ())
     found = None if let_go else registry.attach(token, _holder(), session_alive)
+    if found is None and not let_go and ray_if_usable() is not None:
+        from rnnviz.charlm.ray_backend import find_run
+
+        found = find_run(token, ray_if_usable())  # its actor on the cluster: a reload on another replica
+        if found is not None:
+            registry.adopt(found, _holder())
     if found is None:
         del st.query_params[RUN_PARAM]
         if not let_go:
@@ -163,6 +192,11 @@ def _create_run() -> LiveRun | None:
         return None
     run = LiveRun.create(pending.config, corpus, pending.settings)
     run_registry().register(run, _holder())
+    connection = ray_if_usable()
+    if connection is not None:
+        from rnnviz.charlm.ray_backend import train_on_ray
+
+        train_on_ray(run, connection)  # its chunks train on an actor named by the token
     st.session_state[LIVE_RUN_KEY] = run
     return run
 
@@ -208,6 +242,8 @@ def on_reset() -> None:
 def _reset() -> None:
     training_slots().release(owner())
     run = current_run()
+    if run is not None:
+        run.release()  # a Ray actor is killed at once, not when the run is collected
     if run is not None and run.token:
         run_registry().release(run.token, _holder())
         st.session_state[LET_GO] = (*st.session_state.get(LET_GO, ()), run.token)
@@ -301,7 +337,11 @@ def status_line(run: LiveRun) -> None:
     """The run's status in words: a halt, a wait or the end as a box (a halt also links to the page on
     exploding gradients); training and pauses as one quiet line, with what the run is."""
     about = f"This run: {run_summary(run)}. Its address finds it again after a reload."
-    if run.status == Status.HALTED:
+    if run.notice:
+        st.warning(run.notice, icon=":material/sync_problem:")
+    if run.status == Status.LOST:
+        st.error(run.message, icon=":material/cloud_off:")
+    elif run.status == Status.HALTED:
         st.error(run.message, icon=":material/error:")
         st.page_link("app_pages/gradient_decay.py", label="Why gradients explode: the Gradient decay page",
                      icon=":material/trending_down:")

@@ -1,0 +1,816 @@
+"""Live training on a Ray cluster: one actor per training session, the cluster's CPUs as the training slots.
+
+Each run that trains is one actor (``TrainerActor``, ``num_cpus=1``), so Ray's CPU accounting is the limit on
+sessions that train at once across the whole cluster; a run whose actor waits for a CPU is in the queue, and
+``RunQueue`` (a tiny named actor of no CPU) tells it its place. The actor holds a LiveRun of its own and trains
+it in chunks; the page's LiveRun is a mirror that ``RayRun.tick`` keeps up to date by polling with
+``ray.wait(..., timeout=0)``: it never blocks the script thread. Two chunks stay in flight, so the actor
+never idles while the page polls.
+
+Every ``checkpoint_every`` steps the actor writes a checkpoint (the format of rnnviz.charlm.checkpoint) to the
+checkpoint folder, which every node must see. When the actor or its node dies, Ray restarts it from that
+checkpoint by itself (``max_restarts``), and the page says how many steps were lost; once the restarts are
+spent, the run is LOST and Start resumes it from the checkpoint. Pause, the budget's end and a halt bring the
+exact state back into the page's LiveRun and free the CPU.
+
+Actors are named ``run-<digest of the run's token>`` in the namespace NAMESPACE: the token in a run's
+address finds the actor again from another replica (``find_run``); without the token nobody reaches it. An
+actor belongs to the server process that made it and is killed when the run is garbage collected there (its
+session ended: Streamlit's disconnected-session TTL, as for an in-process model).
+
+``connect`` joins (or starts) Ray once per process. Missing Ray, or a cluster that does not answer, is an
+unusable RayConnection whose message says so in words; the app then trains in this process.
+
+No streamlit here.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import logging
+import socket
+import threading
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from rnnviz.charlm.backend import BackendSetting, TrainerBackend
+from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from rnnviz.charlm.corpus import Corpus
+from rnnviz.charlm.live import ACTIVE, LiveRun, LiveSettings, SampleRecord, Status, light_copy
+from rnnviz.charlm.sample import generate
+from rnnviz.charlm.train import EvalRecord, Halt, StepRecord, TrainConfig, Trainer
+
+_LOGGER = logging.getLogger(__name__)
+
+NAMESPACE = "rnnviz"  # every actor of the app lives here
+QUEUE_NAME = "rnnviz-queue"
+IN_FLIGHT = 2  # chunks queued on an actor: it starts the next while the page fetches the last
+QUEUE_LEASE_S = 30.0  # a waiting run that stops asking for its place leaves the queue
+STOP_TIMEOUT_S = 60.0  # Pause waits this long at most for the chunks in flight
+RESTART_WAIT_S = 120.0  # a worker that Ray restarts must answer within this, or the run counts as lost
+CONNECT_TIMEOUT_S = 3.0  # a cluster address that does not accept a TCP connection in this time is unreachable
+
+
+# --- the connection, once per process ---------------------------------------------------------------------------
+
+
+@dataclass
+class RayConnection:
+    """Whether this process trains on Ray, and if not, why not (in words a page can show)."""
+
+    setting: BackendSetting
+    ok: bool
+    message: str
+    queue: object = None  # the RunQueue actor handle
+    started_at: float = field(default_factory=time.time)
+
+    def cluster(self) -> dict:
+        """CPUs in all and free, live nodes and runs waiting (the Server status page); {} when not connected."""
+        if not self.ok:
+            return {}
+        import ray
+
+        try:
+            total, free = ray.cluster_resources(), ray.available_resources()
+            nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+            waiting = ray.get(self.queue.waiting.remote(), timeout=5) if self.queue is not None else None
+        except Exception as err:  # a cluster that went away: say it, do not raise on a status page
+            return {"error": f"{type(err).__name__}: {err}"}
+        return {"cpus": total.get("CPU", 0.0), "free": free.get("CPU", 0.0), "nodes": nodes, "waiting": waiting}
+
+
+_connection: list[RayConnection | None] = [None]
+_connect_lock = threading.Lock()
+
+
+def _reachable(address: str) -> str | None:
+    """None when HOST:PORT accepts a TCP connection, else the reason (ray.init would retry for minutes)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=CONNECT_TIMEOUT_S):
+            return None
+    except ValueError:
+        return f"“{address}” is not an address of the form HOST:PORT"
+    except OSError as err:
+        return f"nothing answers at {address} ({err.strerror or err})"
+
+
+def _bootstrap_address(address: str) -> tuple[str | None, str | None]:
+    """HOST:PORT for ``address`` ("auto" reads the running cluster's), or None and the reason."""
+    if address.startswith("ray://"):
+        return None, "Ray Client addresses (ray://…) are not supported: give the cluster's HOST:6379"
+    if address == "auto":
+        from ray._private.services import canonicalize_bootstrap_address
+
+        try:
+            found = canonicalize_bootstrap_address("auto")
+        except Exception as err:
+            return None, f"no running Ray cluster was found for “auto” ({err})"
+        if not found:
+            return None, "no running Ray cluster was found for “auto” (start one with `ray start --head`)"
+        return found, None
+    return address, None
+
+
+def connect(setting: BackendSetting) -> RayConnection:
+    """Join the cluster at ``setting.address`` ("local" starts a private one), once per process.
+
+    ``ray.init`` runs only when ``ray.is_initialized()`` is False; a process whose Ray is already up (a test,
+    a second call) reuses it. Never raises: a connection that failed carries the reason."""
+    with _connect_lock:
+        held = _connection[0]
+        if held is not None and held.setting == setting and (not held.ok or _initialized()):
+            return held
+        _connection[0] = connection = _connect(setting)
+        return connection
+
+
+def _initialized() -> bool:
+    try:
+        import ray
+    except ImportError:
+        return False
+    return ray.is_initialized()
+
+
+def _connect(setting: BackendSetting) -> RayConnection:
+    address = setting.address
+    fallback = "Training runs in this server process instead, as without Ray."
+    try:
+        import ray
+    except ImportError:
+        return RayConnection(setting, False, f"{setting.source} asks for the Ray cluster “{address}”, but Ray is not "
+                             "installed here: `pip install -r requirements-ray.txt`. " + fallback)
+    try:
+        if not ray.is_initialized():
+            if address == "local":
+                _init_in_a_lasting_thread(address="local", include_dashboard=False, namespace=NAMESPACE,
+                                          log_to_driver=False)
+            else:
+                target, problem = _bootstrap_address(address)
+                problem = problem or _reachable(target)
+                if problem:
+                    return RayConnection(setting, False, f"The Ray cluster “{address}” ({setting.source}) cannot be "
+                                         f"reached: {problem}. " + fallback)
+                _init_in_a_lasting_thread(address=target, namespace=NAMESPACE, log_to_driver=False)
+        queue = RunQueueActor().options(name=QUEUE_NAME, namespace=NAMESPACE, lifetime="detached",
+                                        get_if_exists=True, num_cpus=0).remote()
+    except Exception as err:  # ConnectionError, AuthenticationError, RuntimeError, …: all mean "not usable"
+        _LOGGER.warning("Ray at %s is not usable", address, exc_info=True)
+        return RayConnection(setting, False, f"The Ray cluster “{address}” ({setting.source}) could not be joined: "
+                             f"{type(err).__name__}: {str(err)[:300]}. " + fallback)
+    cpus = ray.cluster_resources().get("CPU", 0)
+    where = "a private Ray inside this server" if address == "local" else f"the Ray cluster at {address}"
+    return RayConnection(setting, True, f"Training runs on {where}: {cpus:g} CPUs, one per training session.",
+                         queue)
+
+
+def _init_in_a_lasting_thread(**options) -> None:
+    """``ray.init(**options)`` from a thread that lives as long as the process, and wait for it.
+
+    A local Ray's processes (GCS, raylet) are started with a parent-death signal, which Linux sends when the
+    *thread* that started them ends. A Streamlit script thread ends after its run, which killed a private Ray
+    a minute after it started; this thread never ends (a daemon, it goes with the process)."""
+    import ray
+
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def keeper():
+        try:
+            ray.init(**options)
+        except BaseException as err:  # handed to the caller below
+            failure.append(err)
+        done.set()
+        if not failure:
+            threading.Event().wait()  # keep the thread, and with it Ray's processes, alive
+
+    threading.Thread(target=keeper, name="rnnviz-ray", daemon=True).start()
+    done.wait()
+    if failure:
+        raise failure[0]
+
+
+def forget_connection() -> None:
+    """Drop this process's connection (tests that start and stop clusters)."""
+    with _connect_lock:
+        _connection[0] = None
+
+
+# --- the queue: places of runs whose actor waits for a CPU -------------------------------------------------------
+
+
+class RunQueue:
+    """Runs waiting for a CPU, first come first served; a run that stops asking leaves after QUEUE_LEASE_S."""
+
+    def __init__(self):
+        self._waiting: dict[str, float] = {}  # run id → last seen, in arrival order
+
+    def _expire(self):
+        now = time.monotonic()
+        for run_id in [r for r, seen in self._waiting.items() if now - seen > QUEUE_LEASE_S]:
+            del self._waiting[run_id]
+
+    def place(self, run_id: str) -> int:
+        """Join (or stay in) the queue; 1 for the next in line."""
+        self._expire()
+        self._waiting[run_id] = time.monotonic()
+        return list(self._waiting).index(run_id) + 1
+
+    def leave(self, run_id: str) -> None:
+        self._waiting.pop(run_id, None)
+
+    def waiting(self) -> int:
+        self._expire()
+        return len(self._waiting)
+
+
+def RunQueueActor():  # noqa: N802 (a class, made remote when Ray is here)
+    import ray
+
+    return ray.remote(RunQueue)
+
+
+# --- the actor --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What an actor needs to build its run: plain values that travel to any node."""
+
+    config: TrainConfig
+    corpus_name: str
+    corpus_text: str
+    settings: LiveSettings
+    checkpoint_path: str | None = None  # None: no checkpoints (the contract's bare backend)
+    checkpoint_every: int = 200
+
+
+@dataclass
+class ChunkResult:
+    """What one chunk on an actor changed, for the page's mirror."""
+
+    records: list[StepRecord]
+    evals: list[EvalRecord]
+    samples: list[SampleRecord]
+    new_snapshots: list  # [(step, state_dict)] taken in this chunk
+    kept_snapshots: list[int]  # steps of every snapshot still kept
+    snapshot_every: int
+    weights: dict | None  # the model now (None when nothing trained)
+    step: int
+    seconds: float
+    elapsed: float  # wall seconds of this chunk
+    halt: Halt | None
+    initial_loss: float | None
+    status: str
+    message: str
+    checkpoint_step: int | None  # the newest checkpoint on disk
+
+
+class TrainerActor:
+    """One session's run inside a Ray worker; ``ray.remote(num_cpus=1)`` makes it an actor (see ``actor_class``).
+
+    Built from a RunSpec and the exact state to start from; when Ray restarts it after a crash, the same
+    arguments come again and the newer checkpoint on disk wins, so it resumes from there."""
+
+    def __init__(self, spec: RunSpec, state: dict | None = None, samples=(), snapshot_steps=(), snapshot_every=None):
+        torch.set_num_threads(1)  # one CPU per actor: Ray's accounting, and the same numbers as one thread here
+        torch.set_flush_denormal(True)
+        self.spec = spec
+        corpus = Corpus(spec.corpus_name, spec.corpus_text)
+        self.run = LiveRun(Trainer(spec.config, corpus), spec.corpus_name, spec.settings)
+        if state is not None:
+            self.run.trainer.load_state_dict(state)
+        self.resumed_from: int | None = None
+        self.checkpoint_step: int | None = None
+        path = Path(spec.checkpoint_path) if spec.checkpoint_path else None
+        if path is not None and path.exists():
+            try:
+                checkpoint = load_checkpoint(path)
+                if checkpoint.step > self.run.step:  # a restart after a crash: continue from the newer state
+                    self.run.trainer.load_state_dict(checkpoint.trainer_state)
+                    self.resumed_from = checkpoint.step
+                self.checkpoint_step = checkpoint.step
+            except (CheckpointError, ValueError):
+                _LOGGER.warning("checkpoint %s unusable", path, exc_info=True)
+        step = self.run.step
+        self.run.samples = [s for s in samples if s.step <= step]
+        self.run.snapshots = [(s, None) for s in snapshot_steps if s <= step] or [(step, None)]
+        self.run.snapshot_every = snapshot_every or spec.settings.snapshot_every
+        self.run.start()
+
+    # -- the page's calls -------------------------------------------------------------------------------------
+
+    def info(self) -> dict:
+        """Where this actor stands (and whether it resumed from a checkpoint after a restart)."""
+        import ray
+
+        context = ray.get_runtime_context()
+        return {"step": self.run.step, "resumed_from": self.resumed_from, "pid": _pid(),
+                "node": context.get_node_id(), "checkpoint_step": self.checkpoint_step}
+
+    def chunk(self, max_seconds: float) -> ChunkResult:
+        """Train about ``max_seconds`` with the run's schedule; what changed."""
+        run, trainer = self.run, self.run.trainer
+        if not run.is_active:
+            return self._result([], len(trainer.evals), len(run.samples), {s for s, _ in run.snapshots}, 0.0)
+        evals, samples, snaps = len(trainer.evals), len(run.samples), {s for s, _ in run.snapshots}
+        start = time.perf_counter()
+        records = run.advance(max_seconds)
+        elapsed = time.perf_counter() - start
+        spec = self.spec
+        if spec.checkpoint_path and (run.step - (self.checkpoint_step or 0) >= spec.checkpoint_every
+                                     or (not run.is_active and run.step != self.checkpoint_step)):
+            save_checkpoint(spec.checkpoint_path, trainer, spec.corpus_name)
+            self.checkpoint_step = run.step
+        return self._result(records, evals, samples, snaps, elapsed)
+
+    def _result(self, records, evals, samples, snaps, elapsed) -> ChunkResult:
+        run, trainer = self.run, self.run.trainer
+        return ChunkResult(
+            records, trainer.evals[evals:], run.samples[samples:],
+            [(s, w) for s, w in run.snapshots if s not in snaps and w is not None],
+            [s for s, _ in run.snapshots], run.snapshot_every, light_copy(trainer.model) if records else None,
+            trainer.step, trainer.seconds, elapsed, trainer.halt, trainer.initial_loss, str(run.status), run.message,
+            self.checkpoint_step,
+        )
+
+    def update_settings(self, settings: LiveSettings) -> None:
+        self.run.update_settings(settings)
+        if self.run.status == Status.PAUSED:  # a finished run with a larger budget: the page keeps it going
+            self.run.start()
+
+    def retune(self, lr: float, clip: float | None) -> None:
+        self.run.trainer.retune(lr=lr, clip=clip)
+
+    def export(self) -> dict:
+        """The exact training state (Trainer.state_dict), to continue anywhere."""
+        return self.run.trainer.state_dict()
+
+    def describe(self) -> tuple[RunSpec, dict, dict]:
+        """Everything a replica that holds only the token rebuilds the run's mirror from."""
+        run = self.run
+        light = {"samples": list(run.samples), "snapshot_every": run.snapshot_every,
+                 "snapshots": list(run.snapshots), "elapsed": run.elapsed}
+        return self.spec, run.trainer.state_dict(), light
+
+    # -- the backend contract (TrainerBackend) ------------------------------------------------------------------
+
+    def run_steps(self, steps: int, max_seconds: float | None = None) -> list[StepRecord]:
+        return self.run.trainer.run(steps, max_seconds=max_seconds)
+
+    def evaluate(self, max_chars: int | None = None) -> EvalRecord:
+        return self.run.trainer.evaluate(max_chars=max_chars)
+
+    def sample(self, prime: str, length: int, temperature: float, seed: int | None) -> str:
+        trainer = self.run.trainer
+        return generate(trainer.model, trainer.vocab, prime, length, temperature, seed=seed)
+
+    def weights(self) -> dict:
+        return light_copy(self.run.trainer.model)
+
+    def load_state(self, state: dict) -> int:
+        self.run.trainer.load_state_dict(state)
+        return self.run.step
+
+    def save(self, path: str) -> str:
+        return str(save_checkpoint(path, self.run.trainer, self.spec.corpus_name))
+
+    def load(self, path: str) -> int:
+        return self.load_state(load_checkpoint(path).trainer_state)
+
+    def status(self) -> tuple[int, Halt | None]:
+        return self.run.step, self.run.trainer.halt
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()
+
+
+_actor_class: list = [None]
+
+
+def actor_class():
+    """TrainerActor as a Ray actor class of one CPU (made once per process)."""
+    if _actor_class[0] is None:
+        import ray
+
+        _actor_class[0] = ray.remote(num_cpus=1)(TrainerActor)
+    return _actor_class[0]
+
+
+# --- the backend contract over an actor ---------------------------------------------------------------------------
+
+
+class RayBackend(TrainerBackend):
+    """A Trainer in a Ray actor; every call waits for its answer (the page uses RayRun, which never waits)."""
+
+    kind = "ray"
+
+    def __init__(self, actor):
+        self.actor = actor
+
+    @classmethod
+    def create(cls, config: TrainConfig, corpus: Corpus, **options) -> RayBackend:
+        spec = RunSpec(config, corpus.name, corpus.text, LiveSettings(step_budget=1_000_000))
+        return cls(actor_class().options(namespace=NAMESPACE, **options).remote(spec))
+
+    def _get(self, ref):
+        import ray
+
+        return ray.get(ref)
+
+    def run(self, steps, max_seconds=None):
+        return self._get(self.actor.run_steps.remote(steps, max_seconds))
+
+    def evaluate(self, max_chars=None):
+        return self._get(self.actor.evaluate.remote(max_chars))
+
+    def sample(self, prime, length, temperature=1.0, seed=None):
+        return self._get(self.actor.sample.remote(prime, length, temperature, seed))
+
+    def weights(self):
+        return self._get(self.actor.weights.remote())
+
+    def state_dict(self):
+        return self._get(self.actor.export.remote())
+
+    def load_state_dict(self, state):
+        self._get(self.actor.load_state.remote(state))
+
+    def save_checkpoint(self, path):
+        return Path(self._get(self.actor.save.remote(str(path))))
+
+    def load_checkpoint(self, path):
+        return self._get(self.actor.load.remote(str(path)))
+
+    @property
+    def step(self):
+        return self._get(self.actor.status.remote())[0]
+
+    @property
+    def halt(self):
+        return self._get(self.actor.status.remote())[1]
+
+    def release(self):
+        import ray
+
+        if self.actor is not None:
+            ray.kill(self.actor)
+            self.actor = None
+
+
+# --- a page's run on Ray --------------------------------------------------------------------------------------------
+
+
+def run_id_for(token: str | None) -> str:
+    """The actor's name part: a digest of the run's token (never the token), or a random id without one."""
+    if not token:
+        return uuid.uuid4().hex[:32]
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _kill_quietly(name: str, run_id: str, queue, path: str | None) -> None:
+    """Kill the actor called ``name`` and forget its run (a finalizer: must never raise)."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            try:
+                ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
+            except ValueError:
+                pass  # no such actor (any more)
+            if queue is not None:
+                queue.leave.remote(run_id)
+        if path:
+            Path(path).unlink(missing_ok=True)
+    except Exception:  # during interpreter shutdown, or a cluster gone: nothing left to free
+        _LOGGER.debug("could not free Ray run %s", name, exc_info=True)
+
+
+class RayRun:
+    """Trains one LiveRun on a Ray actor (a RemoteTraining of rnnviz.charlm.backend); the LiveRun is the mirror.
+
+    Invariant: while no actor exists, the LiveRun's trainer holds the exact training state, so a new actor
+    starts from it (Start after Pause, or after a loss once ``restore`` put the checkpoint back)."""
+
+    def __init__(self, run: LiveRun, connection: RayConnection, run_id: str | None = None):
+        self.connection = connection
+        self.run_id = run_id or run_id_for(run.token)
+        self.name = f"run-{self.run_id}"
+        folder = connection.setting.checkpoint_dir
+        self.checkpoint_path = str(Path(folder) / f"{self.run_id}.pt")
+        self.actor = None
+        self.ready_ref = None
+        self.place_ref = None
+        self.place: int | None = None
+        self.recover_ref = None  # info() of an actor that Ray is restarting
+        self.chunks: collections.deque = collections.deque()
+        self.exact_state: dict | None = None  # what the actor started from (the last exact state here)
+        self.checkpoint_step: int | None = None
+        self.launched_at: float | None = None
+        self.first_step_s: float | None = None  # from the actor's creation to its first chunk back
+        self.node: str | None = None
+        self.lost_at: int | None = None  # the step shown when the worker died
+        self.recover_since = 0.0
+        self._finalizer = weakref.finalize(run, _kill_quietly, self.name, self.run_id, connection.queue,
+                                           self.checkpoint_path)
+        run.trainer.state_dict = self._exact_state_dict(run.trainer.state_dict)
+
+    def _exact_state_dict(self, here):
+        """The mirror trainer's ``state_dict``: while an actor trains, the actor's exact state (after its chunks
+        in flight), so that a checkpoint downloaded mid-run resumes exactly; else the state here, exact then."""
+
+        def state_dict() -> dict:
+            import ray
+
+            if self.actor is not None and self.ready_ref is None and self.recover_ref is None:
+                try:
+                    return ray.get(self.actor.export.remote(), timeout=STOP_TIMEOUT_S)
+                except ray.exceptions.RayError:
+                    _LOGGER.warning("the actor's state could not be fetched; the state here is used", exc_info=True)
+            return here()
+
+        return state_dict
+
+    # -- RemoteTraining ----------------------------------------------------------------------------------------
+
+    def tick(self, run: LiveRun, max_seconds: float) -> list[StepRecord]:
+        import ray
+
+        if self.actor is None and not self._launch(run):
+            return []
+        if self.recover_ref is not None:
+            return self._recovering(run)
+        if self.ready_ref is not None:
+            done, _ = ray.wait([self.ready_ref], timeout=0)
+            if not done:
+                self._wait_in_queue(run)
+                return []
+            try:
+                self.node = ray.get(self.ready_ref)["node"]
+            except ray.exceptions.RayActorError as err:
+                return self._lost(run, err)
+            self.ready_ref = None
+            self.connection.queue.leave.remote(self.run_id)
+            if run.status == Status.WAITING:
+                run.status = Status.RUNNING
+                run.message = f"A CPU of the Ray cluster is free: training from step {run.step:,}."
+        records: list[StepRecord] = []
+        while self.chunks:
+            done, _ = ray.wait([self.chunks[0]], timeout=0)
+            if not done:
+                break
+            try:
+                result = ray.get(self.chunks.popleft())
+            except ray.exceptions.RayActorError as err:
+                return records + self._actor_failed(run, err)
+            records += self._apply(run, result)
+            if result.status not in ACTIVE:
+                self._bring_back(run)
+                return records
+        while len(self.chunks) < IN_FLIGHT:
+            self.chunks.append(self.actor.chunk.remote(max_seconds))
+        return records
+
+    def stop(self, run: LiveRun) -> None:
+        """Pause: the chunks in flight come back (the click waits for them, about a chunk), then the state."""
+        import ray
+
+        if self.actor is None:
+            return
+        if self.ready_ref is not None and not ray.wait([self.ready_ref], timeout=0)[0]:
+            self._free()  # still waiting for a CPU: nothing trained remotely, the state here is exact
+            return
+        try:
+            while self.chunks:
+                result = ray.get(self.chunks.popleft(), timeout=STOP_TIMEOUT_S)
+                self._apply(run, result)
+            self._bring_back(run)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as err:
+            self._lost(run, err)
+
+    def newest_checkpoint(self) -> tuple[dict | None, int]:
+        """The newest exact state to resume from: the checkpoint on disk, or the state the actor started from."""
+        state = self.exact_state
+        step = state["step"] if state is not None else 0
+        try:
+            checkpoint = load_checkpoint(self.checkpoint_path) if Path(self.checkpoint_path).exists() else None
+        except CheckpointError:
+            checkpoint = None
+        if checkpoint is not None and (state is None or checkpoint.step >= step):
+            state, step = checkpoint.trainer_state, checkpoint.step
+        return state, step
+
+    def restore(self, run: LiveRun) -> None:
+        """Put the newest checkpoint back into ``run``: its records, samples and snapshots after it go."""
+        state, step = self.newest_checkpoint()
+        if state is None:
+            return
+        _rewind(run, state)
+        run.status = Status.PAUSED
+        run.message = f"Back at the checkpoint of step {step:,}."
+
+    def update_settings(self, settings: LiveSettings) -> None:
+        if self.actor is not None:
+            self.actor.update_settings.remote(settings)
+
+    def retune(self, lr: float, clip: float | None) -> None:
+        if self.actor is not None:
+            self.actor.retune.remote(lr, clip)
+
+    def release(self) -> None:
+        self._free()
+        self._finalizer()  # also removes the checkpoint file
+
+    # -- inside ------------------------------------------------------------------------------------------------------
+
+    def _launch(self, run: LiveRun) -> bool:
+        """A new actor from the exact state here; it waits for a CPU in Ray's queue (and ours)."""
+        state = run.trainer.state_dict()
+        spec = RunSpec(run.trainer.config, run.corpus_name, run.trainer.corpus.text, run.settings,
+                       self.checkpoint_path, self.connection.setting.checkpoint_every)
+        options = dict(name=self.name, namespace=NAMESPACE, max_restarts=self.connection.setting.max_restarts)
+        try:
+            self.actor = actor_class().options(**options).remote(
+                spec, state, list(run.samples), [s for s, _ in run.snapshots], run.snapshot_every)
+        except ValueError:  # the name is still taken by the actor just killed: try again on the next tick
+            run.message = "Starting a worker on the Ray cluster…"
+            return False
+        self.exact_state = state
+        self.checkpoint_step = None
+        self.launched_at = time.perf_counter()
+        self.ready_ref = self.actor.info.remote()
+        self.place = None
+        return True
+
+    def _wait_in_queue(self, run: LiveRun) -> None:
+        import ray
+
+        queue = self.connection.queue
+        if self.place_ref is not None and ray.wait([self.place_ref], timeout=0)[0]:
+            try:
+                self.place = ray.get(self.place_ref)
+            except ray.exceptions.RayError:
+                self.place = None
+            self.place_ref = None
+        if self.place_ref is None:
+            self.place_ref = queue.place.remote(self.run_id)
+        run.wait_for_slot(self.place, self._cpus(), where="the Ray cluster")
+
+    def _cpus(self) -> int:
+        import ray
+
+        return int(ray.cluster_resources().get("CPU", 0))
+
+    def _apply(self, run: LiveRun, result: ChunkResult) -> list[StepRecord]:
+        """Merge one chunk's result into the mirror."""
+        trainer = run.trainer
+        if self.first_step_s is None and result.records and self.launched_at is not None:
+            self.first_step_s = time.perf_counter() - self.launched_at
+        trainer.history += result.records
+        trainer.evals += result.evals
+        run.samples += result.samples
+        if result.weights is not None:
+            trainer.model.load_state_dict(result.weights)
+        trainer.step, trainer.seconds, trainer.halt = result.step, result.seconds, result.halt
+        trainer.initial_loss = result.initial_loss
+        held = dict(run.snapshots)
+        held.update(result.new_snapshots)
+        run.snapshots = [(s, held[s]) for s in result.kept_snapshots if held.get(s) is not None] or run.snapshots
+        run.snapshot_every = result.snapshot_every
+        run.elapsed += result.elapsed
+        if result.checkpoint_step is not None:
+            self.checkpoint_step = result.checkpoint_step
+        if result.status not in ACTIVE:
+            run.status, run.message = Status(result.status), result.message
+        return result.records
+
+    def _bring_back(self, run: LiveRun) -> None:
+        """The exact state from the actor into the mirror, then free the actor (and its CPU)."""
+        import ray
+
+        halt = run.trainer.halt
+        state = ray.get(self.actor.export.remote(), timeout=STOP_TIMEOUT_S)
+        run.trainer.load_state_dict(state)
+        run.trainer.halt = halt
+        self._free()
+
+    def _free(self) -> None:
+        import ray
+
+        if self.actor is not None:
+            try:
+                ray.kill(self.actor, no_restart=True)
+            except Exception:
+                _LOGGER.debug("kill failed", exc_info=True)
+            self.connection.queue.leave.remote(self.run_id)
+        self.actor, self.ready_ref, self.place_ref, self.recover_ref = None, None, None, None
+        self.chunks.clear()
+
+    def _actor_failed(self, run: LiveRun, err: Exception) -> list[StepRecord]:
+        """A chunk died with its actor: Ray may be restarting it; ask it where it stands (without waiting)."""
+        self.chunks.clear()
+        if self.connection.setting.max_restarts > 0:
+            self.lost_at = run.step
+            self.recover_since = time.monotonic()
+            self.recover_ref = self.actor.info.remote()
+            run.notice = (f"The Ray worker training this run was lost at step {run.step:,}; Ray is restarting it "
+                          "from the last checkpoint.")
+            return []
+        return self._lost(run, err)
+
+    def _recovering(self, run: LiveRun) -> list[StepRecord]:
+        import ray
+
+        if not ray.wait([self.recover_ref], timeout=0)[0]:
+            return []
+        try:
+            info = ray.get(self.recover_ref)
+            self.recover_ref = None
+            state = ray.get(self.actor.export.remote(), timeout=STOP_TIMEOUT_S)
+        except ray.exceptions.ActorUnavailableError as err:  # restarting: ask again on the next tick
+            if time.monotonic() - self.recover_since > RESTART_WAIT_S:
+                return self._lost(run, err)
+            self.recover_ref = self.actor.info.remote()
+            return []
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as err:
+            return self._lost(run, err)
+        lost = self.lost_at - state["step"]
+        _rewind(run, state)
+        self.node = info["node"]
+        self.exact_state = state
+        run.notice = (f"The Ray worker training this run was lost at step {self.lost_at:,} (its process or node "
+                      f"died). Ray restarted it by itself from the checkpoint of step {state['step']:,}: "
+                      f"{lost:,} step{'s' if lost != 1 else ''} were lost and are trained again.")
+        run.status = Status.RUNNING
+        run.message = f"Training again from step {run.step:,}, on a restarted worker."
+        return []
+
+    def _lost(self, run: LiveRun, err: Exception) -> list[StepRecord]:
+        """The actor is gone for good: say so, and what Start brings back."""
+        import ray
+
+        at = self.lost_at if self.lost_at is not None else run.step
+        self.lost_at = None
+        self._free()
+        back = self.newest_checkpoint()[1]
+        lost = max(0, at - back)
+        timed_out = isinstance(err, ray.exceptions.GetTimeoutError)
+        cause = "its worker stopped answering" if timed_out else "its worker process or node died"
+        run.status = Status.LOST
+        run.notice = None
+        since = (f"the {lost:,} step{'s' if lost != 1 else ''} trained since then are lost" if lost
+                 else "no step shown here is lost")
+        run.message = (f"The Ray worker that trained this run was lost at step {at:,} ({cause}). The last checkpoint "
+                       f"is from step {back:,}: Start resumes from there, and {since}.")
+        return []
+
+
+def _rewind(run: LiveRun, state: dict) -> None:
+    """``run`` back to the exact ``state``: its records, samples and snapshots after that step go."""
+    run.trainer.load_state_dict(state)
+    step = run.step
+    run.samples = [s for s in run.samples if s.step <= step]
+    run.snapshots = [(s, w) for s, w in run.snapshots if s <= step] or [(step, light_copy(run.trainer.model))]
+
+
+def train_on_ray(run: LiveRun, connection: RayConnection) -> LiveRun:
+    """Make ``run`` train on the Ray cluster from its next Start (its token names the actor)."""
+    run.remote = RayRun(run, connection)
+    return run
+
+
+def find_run(token: str, connection: RayConnection) -> LiveRun | None:
+    """The run whose actor the token names, rebuilt here as a mirror (another replica, or after a restart of
+    this one); None when no such actor lives."""
+    import ray
+
+    run_id = run_id_for(token)
+    try:
+        actor = ray.get_actor(f"run-{run_id}", namespace=NAMESPACE)
+        spec, state, light = ray.get(actor.describe.remote(), timeout=10)
+    except (ValueError, ray.exceptions.RayError):
+        return None
+    corpus = Corpus(spec.corpus_name, spec.corpus_text)
+    run = LiveRun(Trainer(spec.config, corpus), spec.corpus_name, spec.settings)
+    run.trainer.load_state_dict(state)
+    run.samples, run.snapshot_every = light["samples"], light["snapshot_every"]
+    run.snapshots = [(s, w) for s, w in light["snapshots"] if w is not None] or run.snapshots
+    run.elapsed = light["elapsed"]
+    run.token = token
+    remote = RayRun(run, connection, run_id)
+    remote.actor, remote.exact_state = actor, state
+    remote.ready_ref = actor.info.remote()
+    run.remote = remote
+    run.status = Status.RUNNING
+    run.message = f"Your run is back from the Ray cluster, at step {run.step:,}."
+    return run

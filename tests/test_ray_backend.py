@@ -1,0 +1,305 @@
+"""Live runs on Ray, on the test session's local cluster (tests/ray_clusters.py): a run that comes back exact,
+a killed worker and one that Ray restarts, the pages with Ray, an unreachable cluster and missing Ray. The
+queue across nodes and a lost node are in test_ray_cluster.py.
+
+A run is driven as the page drives it: ``tick`` from a loop (the fragment), which polls and never waits."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import time
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from rnnviz.charlm.backend import BackendSetting
+from rnnviz.charlm.corpus import Corpus, english_docs_text
+from rnnviz.charlm.live import LiveRun, LiveSettings, Status
+from rnnviz.charlm.slots import TrainingSlots
+from rnnviz.charlm.train import TrainConfig, Trainer
+from tests.ray_clusters import local_cluster, ray, shutdown_all
+
+TINY = TrainConfig(kind="lstm", hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu", seed=5)
+ENDLESS = LiveSettings(step_budget=1_000_000, sample_every=50, sample_length=20, eval_chars=300)
+UNUSED = TrainingSlots(1)  # a run on Ray polls; this process's slots are not asked
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return Corpus("docs", english_docs_text()[:4000])
+
+
+def setting(tmp_path, address="local", every=60, restarts=0) -> BackendSetting:
+    return BackendSetting(address, tmp_path, every, restarts, "the test")
+
+
+def ray_run(corpus, connection, settings=ENDLESS) -> LiveRun:
+    from rnnviz.charlm.ray_backend import train_on_ray
+
+    run = LiveRun.create(TINY, corpus, settings)
+    run.token = secrets.token_urlsafe(32)
+    return train_on_ray(run, connection)
+
+
+def tick_until(runs, condition, what: str, timeout: float = 90.0, chunk: float = 0.2) -> None:
+    """The page's fragment: tick every run, a few times a second, until ``condition()``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}: " + " | ".join(r.message for r in runs)
+        for run in runs:
+            run.tick(UNUSED, "page", chunk)
+        time.sleep(0.05)
+
+
+def past_a_checkpoint(run: LiveRun) -> None:
+    """Short chunks until a checkpoint is written and the page has seen steps after it."""
+    tick_until([run], lambda: run.remote.checkpoint_step is not None and run.step > run.remote.checkpoint_step,
+               "a checkpoint and steps after it", chunk=0.02)
+
+
+def actor_info(run: LiveRun) -> dict:
+    return ray.get(run.remote.actor.info.remote())
+
+
+# --- on the local cluster --------------------------------------------------------------------------------------
+
+
+def test_a_run_trains_on_an_actor_and_comes_back_exact(tmp_path, corpus):
+    from rnnviz.charlm.ray_backend import connect
+
+    local_cluster()
+    connection = connect(setting(tmp_path))
+    assert connection.ok and "2 CPUs" in connection.message
+    run = ray_run(corpus, connection)
+    run.start()
+    tick_until([run], lambda: run.step >= 30, "30 steps")
+    state = run.trainer.state_dict()  # a checkpoint taken while the actor trains: the actor's exact state
+    assert state["step"] >= 30 and len(state["history"]) == state["step"]
+    assert {int(s["step"]) for s in state["optimizer"]["state"].values()} == {state["step"]}  # Adam's t
+    run.pause()  # the chunks in flight come back, then the exact state; the actor is freed
+    assert run.status == Status.PAUSED and run.remote.actor is None
+    steps = run.step
+    assert [r.step for r in run.trainer.history] == list(range(1, steps + 1))
+    torch.set_num_threads(1)  # actors train on one thread
+    try:
+        expected = Trainer(TINY, corpus)
+        expected.run(steps)
+    finally:
+        torch.set_num_threads(2)
+    assert_close(run.trainer.model.state_dict(), expected.model.state_dict(), rtol=0, atol=0)
+    assert [s.step for s in run.samples][:1] == [0] and all(s.step % 50 == 0 for s in run.samples)
+    run.release()
+
+
+def test_a_killed_actor_is_lost_with_the_steps_stated_and_resumes_from_its_checkpoint(tmp_path, corpus):
+    from rnnviz.charlm.checkpoint import load_checkpoint
+    from rnnviz.charlm.ray_backend import connect
+
+    local_cluster()
+    connection = connect(setting(tmp_path, every=60, restarts=0))
+    run = ray_run(corpus, connection)
+    run.start()
+    past_a_checkpoint(run)
+    ray.kill(run.remote.actor, no_restart=True)  # mid-chunk: two chunks are in flight
+    tick_until([run], lambda: run.status == Status.LOST, "the loss to be seen")
+    shown = run.step  # what the page showed when it saw the loss (chunks done before the kill count)
+    checkpoint = load_checkpoint(run.remote.checkpoint_path)
+    lost = shown - checkpoint.step  # the actor may have written one more checkpoint than the page had seen
+    assert f"lost at step {shown:,}" in run.message and f"from step {checkpoint.step:,}" in run.message
+    if lost > 0:
+        assert f"the {lost:,} step{'s' if lost != 1 else ''} trained since then are lost" in run.message
+    else:
+        assert "no step shown here is lost" in run.message
+    run.start()  # resume: the checkpoint comes back here, then a new actor trains from it
+    assert run.step == checkpoint.step
+    assert_close(run.trainer.model.state_dict(), checkpoint.model.state_dict(), rtol=0, atol=0)
+    assert all(s.step <= checkpoint.step for s in run.samples)
+    tick_until([run], lambda: run.step > checkpoint.step + 5, "training after the resume")
+    assert run.status == Status.RUNNING
+    run.release()
+
+
+def test_a_sigkilled_worker_restarts_by_itself_from_the_checkpoint(tmp_path, corpus):
+    from rnnviz.charlm.ray_backend import connect
+
+    local_cluster()
+    connection = connect(setting(tmp_path, every=60, restarts=1))
+    run = ray_run(corpus, connection)
+    run.start()
+    past_a_checkpoint(run)
+    pid = actor_info(run)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    tick_until([run], lambda: run.notice is not None and "Ray is restarting it" in run.notice, "the loss")
+    shown = run.remote.lost_at
+    tick_until([run], lambda: "restarted it by itself" in run.notice, "the restart")
+    back = run.remote.exact_state["step"]
+    assert run.step == back  # the page went back to the checkpoint, then trains on
+    assert f"lost at step {shown:,}" in run.notice and f"checkpoint of step {back:,}" in run.notice
+    assert f"{shown - back:,} step" in run.notice and back <= shown
+    tick_until([run], lambda: run.step > shown + 5, "training on the restarted worker")
+    assert actor_info(run)["pid"] != pid and run.status == Status.RUNNING
+    run.release()
+
+
+def test_the_token_finds_the_actor_again_from_another_replica(tmp_path, corpus):
+    from rnnviz.charlm.ray_backend import connect, find_run
+
+    local_cluster()
+    connection = connect(setting(tmp_path))
+    run = ray_run(corpus, connection)
+    run.start()
+    tick_until([run], lambda: run.step >= 20 and len(run.samples) >= 1, "20 steps")
+    assert find_run(secrets.token_urlsafe(32), connection) is None  # another token finds nothing
+    found = find_run(run.token, connection)  # what a replica that holds only the address rebuilds
+    assert found is not None and found is not run and found.token == run.token
+    assert found.step >= run.step and found.corpus_name == "docs" and found.samples[0].step == 0
+    at = found.step
+    tick_until([found], lambda: found.step > at + 5, "the found run to train on")
+    assert found.status == Status.RUNNING
+    found.release()
+
+
+def test_the_actor_of_a_run_whose_session_ended_is_killed(tmp_path, corpus):
+    import gc
+
+    from rnnviz.charlm.ray_backend import NAMESPACE, connect
+
+    local_cluster()
+    connection = connect(setting(tmp_path))
+    runs = [ray_run(corpus, connection)]
+    runs[0].start()
+    tick_until(runs, lambda: runs[0].step > 0, "training")
+    name, path = runs[0].remote.name, runs[0].remote.checkpoint_path
+    assert ray.get_actor(name, namespace=NAMESPACE) is not None
+    runs.clear()  # the session was dropped after the disconnected-session TTL: nothing refers to the run any more
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            ray.get_actor(name, namespace=NAMESPACE)
+        except ValueError:
+            break  # no such actor any more
+        assert time.monotonic() < deadline, "the actor outlived its run"
+        time.sleep(0.2)
+    assert not os.path.exists(path)
+
+
+def test_with_a_local_ray_the_status_page_shows_it_and_the_live_page_trains_there(monkeypatch):
+    from rnnviz.charlm.ray_backend import RayRun
+    from rnnviz.ui.live_run import ray_connection
+    from rnnviz.ui.models import LIVE_RUN_KEY
+    from tests.apptest_helpers import open_page, page_text
+
+    local_cluster()
+    monkeypatch.setenv("RNNVIZ_RAY_ADDRESS", "local")
+    ray_connection.clear()
+    status = open_page("app_pages/server_status.py")
+    assert not status.exception
+    assert "Training runs on a private Ray inside this server: 2 CPUs" in page_text(status)
+    at = open_page("app_pages/live_training.py")
+    at.selectbox(key="live_training_preset").set_value("Quick demo (30 s)").run()
+    at.selectbox(key="live_training_builtin").set_value("hello").run()
+    at.button(key="live_training_start").click().run()
+    run = at.session_state[LIVE_RUN_KEY]
+    assert isinstance(run.remote, RayRun)
+    deadline = time.monotonic() + 60
+    while run.step == 0 and time.monotonic() < deadline:  # AppTest runs the fragment once per full rerun
+        at.run()
+        time.sleep(0.2)
+    assert not at.exception and run.step > 0
+    at.button(key="live_training_pause").click().run()
+    assert run.status == Status.PAUSED and run.remote.actor is None
+    at.button(key="live_training_start").click().run()  # a worker dies under a running page
+    deadline = time.monotonic() + 60
+    while run.remote.actor is None or run.remote.ready_ref is not None:
+        assert time.monotonic() < deadline
+        at.run()
+    ray.kill(run.remote.actor, no_restart=True)
+    while run.status != Status.LOST:
+        assert time.monotonic() < deadline, run.message
+        at.run()
+    errors = " ".join(e.value for e in at.error)
+    assert f"was lost at step {run.step:,}" in errors and "Start resumes from there" in errors
+    assert not at.button(key="live_training_start").disabled and not at.exception
+    at.button(key="live_training_start").click().run()
+    assert run.status in (Status.RUNNING, Status.WAITING) and run.remote is not None
+    at.button(key="live_training_reset").click().run()
+    assert run.remote is None  # Reset let the actor go
+    ray_connection.clear()
+
+
+# --- no cluster --------------------------------------------------------------------------------------------------
+
+
+def test_a_private_ray_started_from_a_script_thread_outlives_that_thread(tmp_path):
+    """A Streamlit script thread ends after its run; the private Ray it started must not end with it."""
+    import threading
+
+    from rnnviz.charlm.ray_backend import connect
+
+    shutdown_all()
+    made = []
+    thread = threading.Thread(target=lambda: made.append(connect(setting(tmp_path, address="local"))))
+    thread.start()
+    thread.join()
+    assert made[0].ok and ray.is_initialized()
+    time.sleep(1.0)  # the parent-death signal came at once when the starting thread ended
+
+    @ray.remote(num_cpus=0)
+    def answer():
+        return 42
+
+    assert ray.get(answer.remote(), timeout=60) == 42 and ray.get(made[0].queue.waiting.remote(), timeout=30) == 0
+    shutdown_all()
+
+
+def test_an_unreachable_cluster_is_said_in_words_and_training_stays_here(tmp_path, corpus):
+    from rnnviz.charlm.ray_backend import connect
+
+    shutdown_all()
+    connection = connect(setting(tmp_path, address="127.0.0.1:9"))
+    assert not connection.ok and not ray.is_initialized()
+    assert "cannot be reached: nothing answers at 127.0.0.1:9" in connection.message
+    assert "Training runs in this server process instead" in connection.message
+    run = LiveRun.create(TINY, corpus, LiveSettings(step_budget=5, sample_every=5))  # what the page then makes
+    run.start()
+    run.tick(TrainingSlots(1), "me", 5.0)
+    assert run.remote is None and run.status == Status.FINISHED and run.step == 5
+
+
+def test_missing_ray_is_said_in_words(tmp_path, monkeypatch):
+    import sys
+
+    from rnnviz.charlm.ray_backend import connect, forget_connection
+
+    forget_connection()
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray → ImportError
+    connection = connect(setting(tmp_path, address="auto"))
+    forget_connection()
+    assert not connection.ok and "Ray is not installed here" in connection.message
+    assert "requirements-ray.txt" in connection.message
+
+
+def test_the_status_page_says_an_unreachable_cluster_and_the_live_page_trains_here(monkeypatch):
+    from rnnviz.ui.live_run import ray_connection
+    from rnnviz.ui.models import LIVE_RUN_KEY
+    from tests.apptest_helpers import open_page, page_text
+
+    shutdown_all()
+    monkeypatch.setenv("RNNVIZ_RAY_ADDRESS", "127.0.0.1:9")
+    ray_connection.clear()
+    status = open_page("app_pages/server_status.py")
+    assert not status.exception
+    error = " ".join(e.value for e in status.error)
+    assert "The Ray cluster “127.0.0.1:9” ($RNNVIZ_RAY_ADDRESS) cannot be reached" in error
+    assert "Training runs in this server process instead" in error and "127.0.0.1:9" in page_text(status)
+    at = open_page("app_pages/live_training.py")
+    at.selectbox(key="live_training_preset").set_value("Quick demo (30 s)").run()
+    at.selectbox(key="live_training_builtin").set_value("hello").run()
+    at.button(key="live_training_step").click().run()
+    run = at.session_state[LIVE_RUN_KEY]
+    assert not at.exception and run.remote is None and run.step > 0
+    ray_connection.clear()

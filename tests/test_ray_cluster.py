@@ -1,0 +1,82 @@
+"""Live runs on a two-node Ray cluster on 127.0.0.1 (one CPU per node): three students on two CPUs queue
+across the cluster, and a run whose node is removed comes back on the other node."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from rnnviz.charlm.corpus import Corpus, english_docs_text
+from rnnviz.charlm.live import Status
+from tests.ray_clusters import ray, shutdown_all, two_nodes
+from tests.test_ray_backend import actor_info, past_a_checkpoint, ray_run, setting, tick_until
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return Corpus("docs", english_docs_text()[:4000])
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One two-node cluster for this module, shut down after it."""
+    yield two_nodes()
+    shutdown_all()
+
+
+# --- on two nodes --------------------------------------------------------------------------------------------------
+
+
+def test_three_students_on_two_cpus_queue_across_the_cluster(tmp_path, corpus, cluster):
+    from rnnviz.charlm.ray_backend import connect
+
+    connection = connect(setting(tmp_path, address=cluster.address))
+    assert connection.ok and "2 CPUs" in connection.message
+    first, second, third = (ray_run(corpus, connection) for _ in range(3))
+    first.start()
+    second.start()
+    tick_until([first, second], lambda: first.step > 0 and second.step > 0, "two runs training")
+    third.start()
+    tick_until([first, second, third], lambda: "number 1 in the queue" in third.message, "the third's place")
+    assert third.status == Status.WAITING and third.step == 0
+    assert "the Ray cluster trains 2 models at a time" in third.message
+    assert {actor_info(first)["node"], actor_info(second)["node"]} == {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+    first.update_settings(replace(first.settings, step_budget=first.step + 3))  # the first one finishes
+    tick_until([first, second, third], lambda: third.step > 0, "the third to start")
+    assert first.status == Status.FINISHED and first.remote.actor is None
+    assert third.status == Status.RUNNING
+    second.update_settings(replace(second.settings, step_budget=second.step))  # a budget already spent
+    assert second.status == Status.FINISHED and second.remote.actor is None  # its CPU is free at once
+    for run in (first, second, third):
+        run.release()
+
+
+def test_a_run_whose_node_is_removed_comes_back_on_the_other_node(tmp_path, corpus, cluster):
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from rnnviz.charlm.ray_backend import connect
+
+    connection = connect(setting(tmp_path, address=cluster.address, every=60, restarts=1))
+    head = cluster.head_node.node_id
+
+    @ray.remote(num_cpus=1)
+    class Blocker:  # holds the head's CPU, so that the run's actor goes to the worker node
+        def ready(self):
+            return True
+
+    blocker = Blocker.options(scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False)).remote()
+    ray.get(blocker.ready.remote())
+    run = ray_run(corpus, connection)
+    run.start()
+    past_a_checkpoint(run)
+    worker = next(node for node in cluster.worker_nodes)
+    assert actor_info(run)["node"] == worker.node_id != head
+    ray.kill(blocker)  # the head's CPU is free for the restart
+    cluster.remove_node(worker)
+    tick_until([run], lambda: run.notice is not None and "restarted it by itself" in run.notice, "the restart",
+               timeout=120)
+    back = run.remote.exact_state["step"]
+    tick_until([run], lambda: run.step > back + 5, "training on the other node")
+    assert actor_info(run)["node"] == head and run.status == Status.RUNNING
+    run.release()
