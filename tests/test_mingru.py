@@ -293,7 +293,7 @@ def test_cli_train_then_sample(tmp_path):
          "--embed-dim", "8", "--batch", "4", "--seq-len", "16", "--steps", "6", "--eval-every", "3", "--device",
          "cpu", "--quiet", "--out", "m.pt"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert "1×16 MINGRU" in run.stderr and "saved m.pt" in run.stderr
+    assert "1×16 minGRU" in run.stderr and "saved m.pt" in run.stderr
     assert load_checkpoint(tmp_path / "m.pt").config.kind == "mingru"
     sample = subprocess.run([sys.executable, "-m", "rnnviz", "sample", "m.pt", "--prime", "The", "--length", "30",
                              "--temperature", "0"], cwd=tmp_path, capture_output=True, text=True, env=env,
