@@ -312,7 +312,7 @@ def test_an_intervention_clamps_the_mingru_state_as_a_hand_written_loop_does():
     held = generate(model, vocab, "abc", 12, temperature=0, interventions=[Intervention(layer=1, unit=2, value=0.7)])
     # the reference: every layer through mingru_cell, h_t[layer 1, unit 2] ← 0.7 after every step, greedy
     h = [torch.zeros(1, 8), torch.zeros(1, 8)]
-    ids, out = vocab.encode("abc").tolist(), []
+    ids = vocab.encode("abc").tolist()
     with torch.no_grad():
         for t in range(3 + 12 - 1):
             x = model.inputs(torch.tensor([[ids[t]]]))[:, 0]

@@ -81,7 +81,8 @@ def test_only_the_corpus_module_fetches_urls_and_only_its_fixed_one():
     # (RNNVIZ_RAY_ADDRESS or .streamlit/rnnviz.toml, never a user's input) answers before ray.init retries for minutes.
     ray_backend = ROOT / "rnnviz" / "charlm" / "ray_backend.py"
     outside = [f"{p.relative_to(ROOT)}: {m.group()}" for p in SOURCES if p != ROOT / "rnnviz" / "charlm" / "corpus.py"
-               for m in fetching.finditer(p.read_text()) if not (p == ray_backend and m.group().strip() == "import socket")]
+               for m in fetching.finditer(p.read_text())
+               if not (p == ray_backend and m.group().strip() == "import socket")]
     assert outside == []
     assert ray_backend.read_text().count("socket.") == 1 and "socket.create_connection((host" in ray_backend.read_text()
     corpus = (ROOT / "rnnviz" / "charlm" / "corpus.py").read_text()

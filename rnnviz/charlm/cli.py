@@ -256,7 +256,8 @@ def models_main(argv: list[str] | None = None, prog: str = "rnnviz models") -> i
             loss, chars = val_loss(path)
             checkpoint = load_checkpoint(path)
             config = checkpoint.config
-            print(f"{args.checkpoint}: {config.layers}×{config.hidden} {kind_label(config.kind)} on {checkpoint.corpus}, "
+            print(f"{args.checkpoint}: {config.layers}×{config.hidden} {kind_label(config.kind)} "
+                  f"on {checkpoint.corpus}, "
                   f"step {checkpoint.step}, {checkpoint.model.num_parameters():,} parameters; "
                   f"val loss {loss:.4f} nats/char over {chars:,} characters")
     except (CheckpointError, CorpusError, OSError, ValueError) as err:
