@@ -34,16 +34,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from rnnviz.core.charmodel import CharModel, carried_nbytes
+from rnnviz.core.charmodel import CharModel, carried_nbytes, kind_label
 from rnnviz.core.transformer import CharTransformer, KVCache
 
 Model = CharModel | CharTransformer
 ProgressFn = Callable[[float, str], None]
-
-
-def kind_label(kind: str) -> str:
-    """How the page names a kind: "RNN", "LSTM", "GRU", "minGRU", "Transformer"."""
-    return {"mingru": "minGRU", "transformer": "Transformer"}.get(kind, kind.upper())
 
 
 # -- what each model carries -------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel, ModelConfig, kind_label
 from rnnviz.core.recurrent import RecurrentLSTM, make_recurrent
 
 GATES = ("i", "f", "g", "o")  # torch's row-block order in W_ih, W_hh and the biases
@@ -143,7 +143,7 @@ def lstm_step_detail(model: CharModel, idx: Tensor, t: int, layer: int = 0) -> S
     computed by the single product W [h_{t−1}; x_t] + b, which tests check against the trace.
     """
     if model.config.kind != "lstm":
-        raise ValueError(f"the gates belong to an LSTM; this model is a {model.config.kind.upper()}")
+        raise ValueError(f"the gates belong to an LSTM; this model is a {kind_label(model.config.kind)}")
     steps = idx.shape[-1]
     if not 1 <= t <= steps:
         raise ValueError(f"The step t must be between 1 and {steps} (got {t}).")
@@ -282,7 +282,7 @@ class SaturationStats:
 def gate_saturation(model: CharModel, idx: Tensor) -> SaturationStats:
     """Run ``idx`` (T,) through the model's trace path and measure every gate's saturation per layer."""
     if model.config.kind != "lstm":
-        raise ValueError(f"gate saturation needs an LSTM; this model is a {model.config.kind.upper()}")
+        raise ValueError(f"gate saturation needs an LSTM; this model is a {kind_label(model.config.kind)}")
     if idx.numel() == 0:
         raise ValueError("The text has no characters that the model knows.")
     was_training = model.training

@@ -30,6 +30,7 @@ from rnnviz.charlm.backend import backend_setting
 from rnnviz.charlm.corpus import BUILTIN_CORPORA
 from rnnviz.charlm.live import LiveRun, RunRegistry, Status, leaves_training_text
 from rnnviz.charlm.slots import TrainingSlots
+from rnnviz.core.charmodel import kind_label
 from rnnviz.core.runtime import physical_cores
 from rnnviz.figures import live as figures
 from rnnviz.ui.live_setup import (
@@ -328,7 +329,7 @@ def controls(run: LiveRun | None, pending: PendingRun) -> None:
 
 def run_summary(run: LiveRun) -> str:
     config = run.trainer.config
-    return (f"{config.layers} × {config.hidden} {config.kind.upper()} on **{literal(run.corpus_name)}** (V = "
+    return (f"{config.layers} × {config.hidden} {kind_label(config.kind)} on **{literal(run.corpus_name)}** (V = "
             f"{run.trainer.vocab.size}), {run.trainer.num_parameters:,} parameters, {config.optimizer} at "
             f"learning rate {config.lr:g}, " + (f"clipping at θ = {config.clip:g}" if config.clip else "no clipping"))
 

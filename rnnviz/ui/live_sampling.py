@@ -23,6 +23,7 @@ from rnnviz.charlm.sample_request import (
     run_sample,
 )
 from rnnviz.charlm.train import TrainConfig
+from rnnviz.core.charmodel import kind_label
 from rnnviz.ui.live_run import current_run
 from rnnviz.ui.live_setup import builtin_corpus, key, needs_download
 from rnnviz.ui.models import UPLOADED_KEY, ModelSource, model_sources
@@ -293,7 +294,7 @@ def checkpoint_upload() -> None:
     loaded = st.session_state.get(UPLOADED_KEY)
     if loaded is not None:
         config = loaded.config
-        st.success(f"Uploaded checkpoint: a {config.layers} × {config.hidden} {config.kind.upper()} trained on "
+        st.success(f"Uploaded checkpoint: a {config.layers} × {config.hidden} {kind_label(config.kind)} trained on "
                    f"{literal(loaded.corpus)} for {loaded.step:,} steps (V = {loaded.vocab.size}). Sample it above, or "
                    "inspect it in the Hidden-cell explorer.", icon=":material/check_circle:")
 
