@@ -28,8 +28,7 @@ from dataclasses import asdict, dataclass, fields, replace
 import torch
 
 from rnnviz.charlm.corpus import Corpus, TBPTTBatcher, Vocab
-from rnnviz.core.charmodel import (MODEL_KINDS, CharModel, ModelConfig, build_model, check_transformer_shape,
-                                    kind_label)
+from rnnviz.core.charmodel import MODEL_KINDS, CharModel, ModelConfig, build_model, check_transformer_shape, kind_label
 from rnnviz.core.recurrent import detach_state
 from rnnviz.core.runtime import pick_device
 from rnnviz.core.transformer import CharTransformer
