@@ -275,11 +275,13 @@ def test_dropout_applies_between_layers_in_training_only():
     assert F.softmax(model(idx)[0], -1).sum(-1).allclose(torch.ones(2, 10))
 
 
-def test_the_preset_reaches_the_cli_but_not_the_live_menu():
+def test_the_preset_reaches_the_cli_and_the_live_menu():
     from rnnviz.charlm.cli import config_from_args, train_parser
     from rnnviz.charlm.train import ALL_PRESETS, MINGRU_PRESET, PRESETS
+    from rnnviz.ui.live_setup import LIVE_PRESETS
 
-    assert MINGRU_PRESET in ALL_PRESETS and MINGRU_PRESET not in PRESETS  # the live page's Kind radio has no minGRU
+    assert MINGRU_PRESET in ALL_PRESETS and MINGRU_PRESET not in PRESETS  # PRESETS: the recurrent kinds of torch
+    assert LIVE_PRESETS[MINGRU_PRESET] is ALL_PRESETS[MINGRU_PRESET]
     config, corpus = config_from_args(train_parser().parse_args(["--preset", MINGRU_PRESET]))
     assert config == ALL_PRESETS[MINGRU_PRESET].config and config.kind == "mingru" and corpus == "tiny-shakespeare"
 

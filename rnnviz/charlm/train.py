@@ -618,9 +618,9 @@ PRESETS: dict[str, Preset] = {
         ),
     ]
 }
-# Transformer presets: the CLI and the benchmarks take them (ALL_PRESETS). They are kept out of PRESETS, which
-# the live page's preset menu lists, until its widgets can show a Transformer (kind, heads, context, 4 layers):
-# today choosing one there would set a value its Kind radio and Layers slider (1–3) cannot hold.
+# Transformer presets: the CLI and the benchmarks take them (ALL_PRESETS). They are kept out of PRESETS (the
+# recurrent ones); the live page lists those of at most 3 blocks, which its Layers slider can hold
+# (rnnviz.ui.live_setup.LIVE_PRESETS), so the baby GPT's 4 blocks stay on the CLI.
 TRANSFORMER_PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
@@ -648,8 +648,8 @@ TRANSFORMER_PRESETS: dict[str, Preset] = {
 ALL_PRESETS: dict[str, Preset] = {**PRESETS, **TRANSFORMER_PRESETS}
 DEFAULT_PRESET = "Shakespeare (3 min)"
 
-# minGRU presets (rnnviz.core.mingru; the CLI and the benchmarks take them through ALL_PRESETS, the live page's
-# menu does not list them). Tuned by ``python -m bench.mingru_speed tune`` on Tiny Shakespeare, B 32, T 64, Adam,
+# minGRU presets (rnnviz.core.mingru; the CLI and the benchmarks take them through ALL_PRESETS, the live page
+# through LIVE_PRESETS). Tuned by ``python -m bench.mingru_speed tune`` on Tiny Shakespeare, B 32, T 64, Adam,
 # cosine over STEPS_PER_150_S, contenders racing in turn on one clock (rnnviz.charlm.race); val loss (nats/char)
 # at 30 / 60 s of training, on a machine shared with other jobs (1-minute load in brackets); each line one race:
 #   2×256 lr 6e-3 2.393 / 2.151, 3×256 lr 6e-3 2.870 / 2.378, 2×512 lr 4e-3 2.741 / 2.498; the LSTM preset in
