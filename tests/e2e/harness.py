@@ -107,6 +107,17 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
+def screenshot_from(page, selector: str, starts_with: str, path: Path, margin_px: int = 15) -> None:
+    """Scroll Streamlit's main block until the first ``selector`` element whose text starts with ``starts_with``
+    is ``margin_px`` below the top, then screenshot the screen (the first screen a class sees of that section)."""
+    page.evaluate("([selector, start, margin]) => { const m = document.querySelector('[data-testid=stMain]');"
+                  " const h = [...m.querySelectorAll(selector)].find(e => e.textContent.startsWith(start));"
+                  " m.scrollTop += h.getBoundingClientRect().top - margin; }", [selector, starts_with, margin_px])
+    page.wait_for_timeout(800)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path))
+
+
 def screenshot_whole_page(page, name: str, width: int = 1400) -> Path:
     """Streamlit scrolls inside its main block, so grow the viewport to the content, then screenshot."""
     height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")

@@ -4,7 +4,7 @@ its decoding goes to docs/screenshots/captioning.png."""
 
 from playwright.sync_api import expect
 
-from tests.e2e.harness import ROOT, open_app_page, screenshot_whole_page, wait_idle
+from tests.e2e.harness import ROOT, open_app_page, screenshot_from, screenshot_whole_page, wait_idle
 from tests.e2e.test_gradients_gates import slide_to
 
 DOCS = ROOT / "docs" / "screenshots"
@@ -44,12 +44,7 @@ def test_build_a_scene_caption_it_change_the_beam_width_and_see_saliency(page, b
     expect(saliency).to_be_visible(timeout=30_000)
     expect(main.get_by_text("of the saliency lies on object pixels", exact=False)).to_be_visible(timeout=30_000)
     # The decoding on one 1400 × 900 screen: the beams, the top-k next words at step t and the beam tree.
-    page.evaluate("() => { const m = document.querySelector('[data-testid=stMain]');"
-                  " const h = [...m.querySelectorAll('strong')].find(e => e.textContent.startsWith('Best of'));"
-                  " m.scrollTop += h.getBoundingClientRect().top - 15; }")
-    page.wait_for_timeout(800)
-    DOCS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS / "captioning.png"))
+    screenshot_from(page, "strong", "Best of", DOCS / "captioning.png")
     screenshot_whole_page(page, "captioning-whole")
 
 

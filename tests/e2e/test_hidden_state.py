@@ -4,7 +4,7 @@ its plot. The screenshot of the carried states goes to docs/screenshots/hidden-s
 
 from playwright.sync_api import expect
 
-from tests.e2e.harness import ROOT, open_app_page, screenshot_whole_page, wait_idle
+from tests.e2e.harness import ROOT, open_app_page, screenshot_from, screenshot_whole_page, wait_idle
 from tests.e2e.test_gradients_gates import nudge_slider
 
 DOCS = ROOT / "docs" / "screenshots"
@@ -42,12 +42,7 @@ def test_step_through_a_sentence_see_four_states_attention_and_the_probe(page, b
     assert no_exception(page)
     # What the class sees first: the carried states with their sizes, on a 1400 × 900 screen.
     main.get_by_text("What each model carries into step t+1").scroll_into_view_if_needed()
-    page.evaluate("() => { const m = document.querySelector('[data-testid=stMain]');"
-                  " const h = [...m.querySelectorAll('h3')].find(e => e.textContent.startsWith('What each'));"
-                  " m.scrollTop += h.getBoundingClientRect().top - 70; }")
-    page.wait_for_timeout(800)
-    DOCS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS / "hidden-state.png"))
+    screenshot_from(page, "h3", "What each", DOCS / "hidden-state.png", margin_px=70)
     screenshot_whole_page(page, "hidden-state-whole")
 
 
