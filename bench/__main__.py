@@ -18,6 +18,7 @@ import torch
 # Module names under bench/, each with a run() -> dict.
 BENCHMARKS = [
     "train_overhead",
+    "omp_wait",
     "time_to_loss",
     "explorer_speed",
     "slider_latency",

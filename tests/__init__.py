@@ -1,3 +1,3 @@
-"""The test suite. Importing rnnviz first sets OMP_WAIT_POLICY before any test module loads torch."""
+"""The test suite. Importing rnnviz first sets how OpenMP threads wait, before any test module loads torch."""
 
 import rnnviz  # noqa: F401

@@ -60,15 +60,22 @@ def test_engine_never_imports_streamlit():
     assert [str(p) for p in engine if pattern.search(p.read_text())] == []
 
 
-def test_openmp_threads_wait_passively_once_rnnviz_is_imported():
+def _environ_after_importing_rnnviz(**env: str) -> tuple[str, str]:
     import os
     import subprocess
     import sys
 
-    code = "import rnnviz, os; print(os.environ['OMP_WAIT_POLICY'])"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         env={k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"})
-    assert out.stdout.strip() == "PASSIVE"
+    code = "import rnnviz, os; print(os.environ.get('OMP_WAIT_POLICY', '-'), os.environ.get('GOMP_SPINCOUNT', '-'))"
+    base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env={**base, **env})
+    policy, spins = out.stdout.split()
+    return policy, spins
+
+
+def test_openmp_threads_spin_briefly_once_rnnviz_is_imported_and_a_users_setting_wins():
+    assert _environ_after_importing_rnnviz() == ("-", "1000")  # libgomp: about 10 µs of spinning, then sleep
+    assert _environ_after_importing_rnnviz(OMP_WAIT_POLICY="PASSIVE") == ("PASSIVE", "-")
+    assert _environ_after_importing_rnnviz(GOMP_SPINCOUNT="0") == ("-", "0")
 
 
 def test_only_the_corpus_module_fetches_urls_and_only_its_fixed_one():

@@ -285,7 +285,8 @@ import argparse
 import math
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads: idle threads sleep instead of spinning
+if "OMP_WAIT_POLICY" not in os.environ:  # before torch loads: idle OpenMP threads spin ~10 µs, then sleep
+    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
