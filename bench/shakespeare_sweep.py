@@ -13,6 +13,8 @@ What a variant may change (``Variant``):
   contender re-estimates before every call the steps it will have taken at the race's end (steps so far / its
   clock × the budget) and sets ``lr_decay_steps`` to that (``Trainer.retune``, which a run may change);
 - ``beta2``: Adam's β₂ (torch's default 0.999), set on the optimizer's parameter groups;
+- ``grow``: (share of the budget, B): the batch grows to B streams once the contender's clock passes that share
+  of the budget (small early for many quick updates, large later); the carried state restarts there;
 - ``ema``: an exponential moving average of the weights, w̄ ← d·w̄ + (1 − d)·w after every step (its cost counted
   on the contender's clock), and the val loss is that of w̄. Training itself uses w, as without it.
 
@@ -31,14 +33,19 @@ from pathlib import Path
 import torch
 
 from bench.common import print_table
-from rnnviz.charlm.corpus import Corpus
+from rnnviz.charlm.corpus import Corpus, TBPTTBatcher
 from rnnviz.charlm.race import Race
-from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, EvalRecord, Trainer
+from rnnviz.charlm.train import EvalRecord, TrainConfig, Trainer
 from rnnviz.core.runtime import configure_cpu
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tinyshakespeare.txt"
 OUT = Path(__file__).resolve().parent / "shakespeare_sweep.json"
 CONTROL = "preset"
+# What every variant changes: the Shakespeare preset as it was when the sweep began (1×256, E 64, B 32, T 64, Adam
+# 6e-3, cosine to 10% over 2,500 steps), so that the rounds already run keep their meaning. Round "ship" raced the
+# preset that replaced it (SHIPPED).
+BASE = TrainConfig(hidden=256, batch=32, seq_len=64, lr=6e-3, lr_decay_steps=2500)
+SHIPPED = "1x448 auto lr5e-3 d2800"
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,7 @@ class Variant:
     fit: bool = False  # cosine decay fitted to the budget in seconds
     beta2: float | None = None  # Adam β₂; None: torch's 0.999
     ema: float | None = None  # EMA decay d of the weights, evaluated instead of the weights; None: off
+    grow: tuple[float, int] | None = None  # (share of the budget, B): from then on B streams (state restarts)
 
 
 VARIANTS: dict[str, Variant] = {
@@ -86,6 +94,30 @@ VARIANTS: dict[str, Variant] = {
     "b2 0.99": Variant(beta2=0.99),
     "ema0.998": Variant(ema=0.998),
     "B16 b2 0.99 d3900": Variant({"batch": 16, "lr_decay_steps": 3900}, beta2=0.99),
+    # round "bf16": with libgomp's bounded spin the preset runs ~1.8x faster and stalls near 1.51 (capacity), so
+    # wider models, now affordable with bfloat16 autocast (1.7x on 1x384 with avx512_bf16)
+    "bf16 fit": Variant({"precision": "bf16"}, fit=True),
+    "1x384 bf16 lr5e-3 fit": Variant({"hidden": 384, "lr": 5e-3, "precision": "bf16"}, fit=True),
+    "1x512 bf16 lr4e-3 fit": Variant({"hidden": 512, "lr": 4e-3, "precision": "bf16"}, fit=True),
+    "2x256 bf16 fit": Variant({"layers": 2, "precision": "bf16"}, fit=True),
+    # round "bf16b": around the winner of round "bf16" (1x384 bf16, 1.484); 1x512 at 4e-3 stalled near 2.0
+    "1x384 bf16 lr7e-3 fit": Variant({"hidden": 384, "lr": 7e-3, "precision": "bf16"}, fit=True),
+    "1x448 bf16 lr5e-3 fit": Variant({"hidden": 448, "lr": 5e-3, "precision": "bf16"}, fit=True),
+    "1x512 bf16 lr2e-3 fit": Variant({"hidden": 512, "lr": 2e-3, "precision": "bf16"}, fit=True),
+    # round "ship": round "bf16b"'s winner (1x448 bf16, 1.469) as it would ship, with its decay fixed at the 2,800
+    # steps it took in 150 s, and precision "auto" (bf16 here)
+    "1x448 auto lr5e-3 d2800": Variant({"hidden": 448, "lr": 5e-3, "precision": "auto", "lr_decay_steps": 2800}),
+    "1x448 auto lr4e-3 d2800": Variant({"hidden": 448, "lr": 4e-3, "precision": "auto", "lr_decay_steps": 2800}),
+    # round "quick": the Quick demo (30 s) preset, whose decay (500 steps) ended near 16 s once threads spun
+    "quick demo": Variant({"lr": 1e-2, "lr_decay_steps": 500}),
+    "quick auto d500": Variant({"lr": 1e-2, "lr_decay_steps": 500, "precision": "auto"}),
+    "quick auto d1250": Variant({"lr": 1e-2, "lr_decay_steps": 1250, "precision": "auto"}),
+    # round "grow": the shipped preset with B 16 for its first third, then B 32 (B 16 and B 32 tied at 150 s for the
+    # 1×256 in round "final"; small early and large late might take the best of both)
+    "1x448 auto grow B16→32": Variant({"hidden": 448, "lr": 5e-3, "precision": "auto", "lr_decay_steps": 3400,
+                                       "batch": 16}, grow=(1 / 3, 32)),
+    "1x448 E128 auto lr5e-3 d2800": Variant({"hidden": 448, "embed_dim": 128, "lr": 5e-3, "precision": "auto",
+                                             "lr_decay_steps": 2800}),
 }
 ROUNDS: dict[str, tuple[str, ...]] = {
     "shape": (CONTROL, "fit", "1x384 lr5e-3 fit", "1x512 lr4e-3 fit", "2x256 fit", "E128 fit", "B16 fit",
@@ -96,8 +128,17 @@ ROUNDS: dict[str, tuple[str, ...]] = {
             "B16 T32 fit"),
     "final": (CONTROL, "B16 d5000", "T32 lr8e-3 d5000"),
     "final2": (CONTROL, "b2 0.99", "ema0.998", "B16 b2 0.99 d3900"),
+    "bf16": (CONTROL, "1x384 lr5e-3 fit", "bf16 fit", "1x384 bf16 lr5e-3 fit", "1x512 bf16 lr4e-3 fit"),
+    "quick": ("quick demo", "quick auto d500", "quick auto d1250"),
+    "grow": (SHIPPED, "1x448 auto grow B16→32"),
+    "ship": (CONTROL, "1x448 auto lr5e-3 d2800", "1x448 auto lr4e-3 d2800", "1x448 E128 auto lr5e-3 d2800"),
+    "bf16b": (CONTROL, "1x384 bf16 lr5e-3 fit", "1x384 bf16 lr7e-3 fit", "1x448 bf16 lr5e-3 fit",
+              "1x512 bf16 lr2e-3 fit"),
 }
 SCREEN_MARKS = (10, 30, 60)
+QUICK_MARKS = (5, 10)  # and the budget, for races of 30 s or less
+# a round about another preset races that preset as its control
+ROUND_CONTROLS = {"quick": "quick demo", "grow": SHIPPED}
 FINAL_MARKS = (10, 30, 60, 150)
 
 
@@ -105,13 +146,14 @@ class Contender:
     """A Trainer with the bench-only options of a Variant; the members a Race reads, passed through."""
 
     def __init__(self, variant: Variant, corpus: Corpus, budget_s: float):
-        config = replace(ALL_PRESETS[DEFAULT_PRESET].config, **variant.changes)
+        config = replace(BASE, **variant.changes)
         self.trainer = Trainer(config, corpus)
         self.variant = variant
         self.budget_s = budget_s
         if variant.beta2 is not None:
             for group in self.trainer.optimizer.param_groups:
                 group["betas"] = (group["betas"][0], variant.beta2)
+        self.chars_before_growing, self.steps_before_growing = 0, 0  # chars_seen across a change of B
         self.ema = None
         if variant.ema is not None:
             self.ema = [p.detach().clone() for p in self.trainer.model.parameters()]
@@ -139,10 +181,18 @@ class Contender:
 
     @property
     def chars_seen(self) -> int:
-        return self.trainer.chars_seen
+        t = self.trainer
+        return self.chars_before_growing + (t.step - self.steps_before_growing) * t.chars_per_step
 
     def run(self, steps: int, on_step=None, max_seconds: float | None = None) -> list:
         t = self.trainer
+        if self.variant.grow is not None:
+            share, batch = self.variant.grow
+            if t.seconds >= share * self.budget_s and t.batcher.batch != batch:
+                self.chars_before_growing += (t.step - self.steps_before_growing) * t.chars_per_step
+                self.steps_before_growing = t.step
+                t.batcher = TBPTTBatcher(t.train_ids, batch, t.config.seq_len).to(t.device)
+                t.state = None
         if self.variant.fit:
             # steps it will have taken at the budget's end, at its speed so far (a guess before the first steps)
             rate = t.step / t.seconds if t.step >= 20 and t.seconds > 0 else 20.0
@@ -175,7 +225,7 @@ class Contender:
                     p.copy_(s)
 
 
-def race(names: tuple[str, ...], marks: tuple[float, ...], slice_s: float = 5.0) -> dict:
+def race(names: tuple[str, ...], marks: tuple[float, ...], slice_s: float = 5.0, control_name: str = CONTROL) -> dict:
     configure_cpu()
     corpus = Corpus("tiny-shakespeare", DATA.read_text(encoding="utf-8"))
     budget = max(marks)
@@ -188,7 +238,7 @@ def race(names: tuple[str, ...], marks: tuple[float, ...], slice_s: float = 5.0)
     wall = time.perf_counter() - wall
     load_after = os.getloadavg()[0]
     rows, out = [], {}
-    control = {m.mark: m.val_loss for m in r.curves[CONTROL]} if CONTROL in names else {}
+    control = {m.mark: m.val_loss for m in r.curves[control_name]} if control_name in names else {}
     for name, c in contenders.items():
         vals = {m.mark: m.val_loss for m in r.curves[name]}
         cps = c.chars_seen / c.seconds if c.seconds else 0.0
@@ -202,7 +252,7 @@ def race(names: tuple[str, ...], marks: tuple[float, ...], slice_s: float = 5.0)
     print_table(
         f"shakespeare_sweep: val loss (nats/char) by seconds of training, raced in {slice_s:g} s slices "
         f"({wall:.0f} s wall; 1-min load {load_before:.2f} before, {load_after:.2f} after)",
-        ["variant", "params", "chars/s", "steps", *(f"{m:g} s" for m in r.marks), f"Δ vs preset at {last:g} s"],
+        ["variant", "params", "chars/s", "steps", *(f"{m:g} s" for m in r.marks), f"Δ vs {control_name} at {last:g} s"],
         rows,
     )
     return {"marks": list(r.marks), "load": {"before": round(load_before, 2), "after": round(load_after, 2)},
@@ -214,10 +264,14 @@ def run(round_name: str = "shape", seconds: float | None = None, names: tuple[st
         print(f"shakespeare_sweep: skipped, {DATA} is absent")
         return {"skipped": f"{DATA} is absent"}
     names = names or ROUNDS[round_name]
-    if CONTROL not in names:
-        names = (CONTROL, *names)
-    marks = SCREEN_MARKS if not seconds or seconds <= 60 else tuple(m for m in FINAL_MARKS if m < seconds) + (seconds,)
-    result = race(names, tuple(sorted(set(marks))))
+    control = ROUND_CONTROLS.get(round_name, CONTROL)
+    if control not in names:
+        names = (control, *names)
+    if not seconds or seconds <= 60:
+        marks = QUICK_MARKS + (seconds,) if seconds and seconds <= 30 else SCREEN_MARKS
+    else:
+        marks = tuple(m for m in FINAL_MARKS if m < seconds) + (seconds,)
+    result = race(names, tuple(sorted(set(marks))), control_name=control)
     saved = json.loads(OUT.read_text()) if OUT.exists() else {}
     saved[round_name] = result
     OUT.write_text(json.dumps(saved, indent=2) + "\n")

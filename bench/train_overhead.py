@@ -4,6 +4,9 @@ All three run the same work (embedding → LSTM → linear → cross-entropy →
 batches; rounds alternate so that noise from the other core hits them alike. The Trainer does what it
 does in the app: TBPTT batches from a corpus, loss and gradient-norm checks, clipping at θ = 1, records
 and snapshots. A ratio of 1.0 means no overhead; the target is ≥ 0.95 for the Trainer.
+
+Shapes marked bf16 run all three under torch.autocast(bfloat16), as the Trainer does for precision "bf16" (the
+Shakespeare preset's "auto" on a CPU with bfloat16 arithmetic); their GFLOP/s can pass the float32 matmul peak.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from rnnviz.core.recurrent import detach_state
 from rnnviz.core.runtime import configure_cpu
 
 VOCAB, EMBED, BATCH, SEQ = 65, 64, 32, 64
-SHAPES = ((1, 128), (2, 256), (1, 512))  # (layers, hidden)
+SHAPES = ((1, 128, "fp32"), (2, 256, "fp32"), (1, 512, "fp32"), (1, 256, "bf16"), (1, 448, "bf16"))  # bf16: the presets
 
 
 class BareLSTM(nn.Module):
@@ -44,13 +47,14 @@ def _lstm_train_flops(layers: int, hidden: int, chars: int) -> float:
     return 3 * 2 * per_char * chars
 
 
-def _make_loop(model, step_fn, steps: int, data):
+def _make_loop(model, step_fn, steps: int, data, bf16: bool = False):
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
     state = {"s": None}
 
     def run():
         for idx, targets in data[:steps]:
-            loss, new_state = step_fn(model, idx, targets, state["s"])
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss, new_state = step_fn(model, idx, targets, state["s"])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -75,9 +79,11 @@ def run(rounds: int = 25, steps: int = 2) -> dict:
     corpus = _random_corpus(200_000)
     peak = matmul_peak_gflops()
     results, rows = {"matmul_peak_gflops": round(peak, 1), "shapes": {}}, []
-    for layers, hidden in SHAPES:
+    for layers, hidden, precision in SHAPES:
+        bf16 = precision == "bf16"
         trainer = Trainer(
-            TrainConfig(layers=layers, hidden=hidden, embed_dim=EMBED, batch=BATCH, seq_len=SEQ, lr=2e-3, device="cpu"),
+            TrainConfig(layers=layers, hidden=hidden, embed_dim=EMBED, batch=BATCH, seq_len=SEQ, lr=2e-3, device="cpu",
+                        precision=precision),
             corpus,
         )
         ours = CharModel(ModelConfig(vocab_size=VOCAB, kind="lstm", layers=layers, hidden=hidden, embed_dim=EMBED))
@@ -85,8 +91,8 @@ def run(rounds: int = 25, steps: int = 2) -> dict:
         times = alternate(
             {
                 "trainer": lambda trainer=trainer: trainer.run(steps),
-                "rnnviz": _make_loop(ours, lambda m, i, t, s: m(i, t, s)[1:], steps, data),
-                "bare": _make_loop(bare, lambda m, i, t, s: m(i, t, s), steps, data),
+                "rnnviz": _make_loop(ours, lambda m, i, t, s: m(i, t, s)[1:], steps, data, bf16),
+                "bare": _make_loop(bare, lambda m, i, t, s: m(i, t, s), steps, data, bf16),
             },
             rounds=rounds,
         )
@@ -94,7 +100,7 @@ def run(rounds: int = 25, steps: int = 2) -> dict:
         chars = steps * BATCH * SEQ
         cps = {name: chars / median(t) for name, t in times.items()}
         gflops = _lstm_train_flops(layers, hidden, chars) / median(times["trainer"]) / 1e9
-        key = f"{layers}x{hidden}"
+        key = f"{layers}x{hidden}" + (" bf16" if bf16 else "")
         results["shapes"][key] = {
             "trainer_chars_per_s": round(cps["trainer"]),
             "rnnviz_chars_per_s": round(cps["rnnviz"]),
@@ -111,7 +117,7 @@ def run(rounds: int = 25, steps: int = 2) -> dict:
         f"train_overhead: chars/s, median of {rounds} alternating rounds of {steps} steps (batch {BATCH}, seq {SEQ}); "
         f"matmul peak {peak:.0f} GFLOP/s; GFLOP/s is the Trainer's",
         ["shape", "Trainer", "CharModel loop", "bare nn.LSTM", "Trainer ratio", "CharModel ratio", "GFLOP/s",
-         "of peak"],
+         "of fp32 peak"],
         rows,
     )
     return results

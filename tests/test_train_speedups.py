@@ -1,19 +1,24 @@
-"""The tools of issue 22 (faster to good text): the time-to-words score and the sweep's bench-only options.
+"""The tools of issue 22 (faster to good text): the time-to-words score, the sweep's bench-only options, bfloat16
+mixed precision and the cores' share per training.
 
 No timing here: the figures themselves are measured in bench/time_to_words.py and bench/shakespeare_sweep.py.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
 import torch
 
-from bench.shakespeare_sweep import VARIANTS, Contender, Variant
+from bench.shakespeare_sweep import BASE, SHIPPED, VARIANTS, Contender, Variant
 from bench.time_to_words import tokens, word_share
+from rnnviz.charlm import train as train_module
 from rnnviz.charlm.corpus import Corpus
-from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET
+from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, TrainConfig, Trainer
+from rnnviz.core import runtime
+from rnnviz.core.runtime import share_cores
 
 TEXT = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
         "First Citizen:\nYou are all resolved rather to die than to famish?\n") * 40
@@ -32,13 +37,15 @@ def test_word_share_counts_tokens_found_in_the_corpus_words():
 
 def _contender(variant: Variant, budget: float = 60.0) -> Contender:
     small = Variant({"hidden": 16, "embed_dim": 8, "batch": 4, "seq_len": 8, **variant.changes}, variant.fit,
-                    variant.beta2, variant.ema)
+                    variant.beta2, variant.ema, variant.grow)
     return Contender(small, Corpus("t", TEXT), budget)
 
 
-def test_the_control_is_the_preset_itself():
+def test_the_control_is_the_preset_the_sweep_began_with_and_the_shipped_row_is_todays_preset():
     c = Contender(VARIANTS["preset"], Corpus("t", TEXT), 60.0)
-    assert c.config == ALL_PRESETS[DEFAULT_PRESET].config
+    assert c.config == BASE and c.config.hidden == 256 and c.config.lr_decay_steps == 2500
+    shipped = Contender(VARIANTS[SHIPPED], Corpus("t", TEXT), 60.0)
+    assert shipped.config == ALL_PRESETS[DEFAULT_PRESET].config
 
 
 def test_beta2_is_set_on_every_parameter_group():
@@ -74,3 +81,89 @@ def test_ema_is_the_average_of_the_weights_after_every_step_and_only_evaluation_
         for p, e in zip(params, expected):
             p.copy_(e)
     assert math.isclose(record.val_loss, c.trainer.evaluate(200).val_loss, rel_tol=1e-6)
+
+
+# --- bfloat16 mixed precision and the cores' share (issue 22) -----------------------------------------------
+
+TINY_LSTM = dict(hidden=16, embed_dim=8, batch=4, seq_len=8, device="cpu", lr=1e-2)
+
+
+def test_a_bf16_step_is_torch_autocast_of_the_same_forward_with_float32_weights_and_state():
+    corpus = Corpus("t", TEXT)
+    trainer = Trainer(TrainConfig(precision="bf16", **TINY_LSTM), corpus)
+    reference = copy.deepcopy(trainer.model)
+    x, y = trainer.batcher.inputs[:, :8], trainer.batcher.targets[:, :8]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, expected, _ = reference(x, y)
+    _, in_fp32, _ = reference(x, y)
+    record = trainer.run(1)[0]
+    assert record.loss == pytest.approx(expected.item(), rel=1e-6)
+    assert record.loss != in_fp32.item()  # the forward really ran in bfloat16
+    assert record.loss == pytest.approx(in_fp32.item(), abs=0.05)  # …and agrees with fp32 to bf16's precision
+    assert all(p.dtype == torch.float32 for p in trainer.model.parameters())
+    assert all(v.dtype == torch.float32 for s in trainer.optimizer.state.values() for v in s.values()
+               if torch.is_tensor(v) and v.is_floating_point())
+    assert all(s.dtype == torch.float32 for s in trainer.state)  # torch's LSTM returned h, c in bfloat16
+    before = trainer.evaluate(300).val_loss
+    trainer.run(60)
+    assert trainer.evaluate(300).val_loss < before - 0.5  # it learns; evaluation is the float32 model's
+
+
+def test_precision_auto_follows_the_hardware_and_only_torch_cells_use_bf16(monkeypatch):
+    corpus = Corpus("t", TEXT)
+    monkeypatch.setattr(train_module, "has_native_bf16", lambda device: True)
+    assert Trainer(TrainConfig(precision="auto", **TINY_LSTM), corpus).bf16
+    assert not Trainer(TrainConfig(precision="fp32", **TINY_LSTM), corpus).bf16
+    assert not Trainer(TrainConfig(kind="mingru", precision="auto", **TINY_LSTM), corpus).bf16
+    monkeypatch.setattr(train_module, "has_native_bf16", lambda device: False)
+    assert not Trainer(TrainConfig(precision="auto", **TINY_LSTM), corpus).bf16
+    assert Trainer(TrainConfig(precision="bf16", **TINY_LSTM), corpus).bf16  # asked for: emulated, but used
+
+
+def test_precision_is_validated_and_older_configs_without_it_load():
+    with pytest.raises(ValueError, match="precision must be one of"):
+        TrainConfig(precision="fp16")
+    with pytest.raises(ValueError, match="RNN, LSTM and GRU"):
+        TrainConfig(kind="mingru", precision="bf16")
+    saved = TrainConfig(precision="auto").to_dict()
+    del saved["precision"]  # a checkpoint written before the field existed
+    assert TrainConfig.from_dict(saved).precision == "fp32"
+
+
+def test_share_cores_gives_each_training_its_share_of_the_threads(monkeypatch):
+    monkeypatch.setenv("RNNVIZ_THREADS", "4")
+    before = torch.get_num_threads()
+    try:
+        assert share_cores(1) == 4 and torch.get_num_threads() == 4
+        assert share_cores(2) == 2 and torch.get_num_threads() == 2
+        assert share_cores(3) == 1 and share_cores(9) == 1 and torch.get_num_threads() == 1
+        assert share_cores(0) == 4  # nobody holds a slot (a Step between leases): the whole machine
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_has_native_bf16_reads_the_cpu_flags(monkeypatch):
+    monkeypatch.setattr(runtime, "_cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    assert runtime.has_native_bf16("cpu")
+    monkeypatch.setattr(runtime, "_cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    assert not runtime.has_native_bf16("cpu")
+
+
+def test_the_live_estimate_counts_the_speed_of_bfloat16():
+    from rnnviz.charlm.live import BF16_SPEEDUP, estimate_chars_per_second
+
+    fp32 = TrainConfig(hidden=448)
+    bf16 = TrainConfig(hidden=448, precision="bf16")
+    ratio = estimate_chars_per_second(bf16, 65, 1e11) / estimate_chars_per_second(fp32, 65, 1e11)
+    assert 1.2 < ratio < BF16_SPEEDUP  # the matmuls speed up; the per-step and per-time-step costs do not
+
+
+def test_grow_switches_to_the_larger_batch_after_its_share_of_the_budget_and_counts_every_character():
+    c = _contender(Variant(grow=(0.5, 8)), budget=10.0)  # B 4 until 5 s of training, then B 8
+    c.run(3)
+    assert c.trainer.batcher.batch == 4 and c.chars_seen == 3 * 4 * 8
+    c.trainer.seconds = 5.0  # its clock passes half the budget
+    c.run(2)
+    assert c.trainer.batcher.batch == 8 and c.trainer.batcher.inputs.shape[0] == 8
+    assert c.chars_seen == 3 * 4 * 8 + 2 * 8 * 8
+    assert c.trainer.state[0].shape[1] == 8  # the carried state restarted at the new width

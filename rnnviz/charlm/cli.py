@@ -17,7 +17,7 @@ from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint, save_chec
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError, load_corpus
 from rnnviz.charlm.pretrained import MAX_BYTES, MODELS_DIR, compact_bytes, shipped_models, val_loss
 from rnnviz.charlm.sample import beam_search, generate
-from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, OPTIMIZERS, TrainConfig, Trainer
+from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, OPTIMIZERS, PRECISIONS, TrainConfig, Trainer
 from rnnviz.core.charmodel import MODEL_KINDS, kind_label
 from rnnviz.core.runtime import configure_cpu
 
@@ -70,6 +70,9 @@ def train_parser(prog: str = "rnnviz train") -> argparse.ArgumentParser:
     parser.add_argument("--forget-bias", type=float, help="LSTM forget-gate bias at init")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--precision", choices=PRECISIONS,
+                        help="bf16: the forward pass in bfloat16 mixed precision (RNN, LSTM, GRU); auto: bf16 where "
+                             "the hardware has bfloat16 arithmetic (default: the preset's)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--minutes", type=float, help="training wall time (default: the preset's)")
     budget.add_argument("--steps", type=int, help="optimizer steps, instead of --minutes")
@@ -87,7 +90,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, str]:
         name: getattr(args, name)
         for name in ("kind", "layers", "hidden", "embed_dim", "dropout", "optimizer", "lr", "lr_decay_steps",
                      "batch", "seq_len", "forget_bias", "seed", "device", "n_head", "block_size", "warmup_steps",
-                     "weight_decay")
+                     "weight_decay", "precision")
         if getattr(args, name) is not None
     }
     if args.one_hot:
@@ -133,7 +136,8 @@ def train_main(argv: list[str] | None = None, prog: str = "rnnviz train") -> int
         else kind_label(config.kind)
     print(
         f"{corpus.name}: {len(corpus):,} chars, vocab {trainer.vocab.size}; {config.layers}×{config.hidden} "
-        f"{kind}, {trainer.num_parameters:,} parameters; {trainer.device}, {threads} threads",
+        f"{kind}, {trainer.num_parameters:,} parameters; {trainer.device}, {threads} threads"
+        f"{', bfloat16 forward' if trainer.bf16 else ''}",
         file=sys.stderr,
     )
     if not trainer.carries_state:

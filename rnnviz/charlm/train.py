@@ -29,8 +29,8 @@ import torch
 
 from rnnviz.charlm.corpus import Corpus, TBPTTBatcher, Vocab
 from rnnviz.core.charmodel import MODEL_KINDS, CharModel, ModelConfig, build_model, check_transformer_shape, kind_label
-from rnnviz.core.recurrent import detach_state
-from rnnviz.core.runtime import pick_device
+from rnnviz.core.recurrent import KINDS, State, detach_state
+from rnnviz.core.runtime import has_native_bf16, pick_device
 from rnnviz.core.transformer import CharTransformer
 
 OPTIMIZERS = ("adam", "rmsprop", "sgd", "adagrad", "adamw")
@@ -41,7 +41,8 @@ EVAL_STREAMS, EVAL_T = 16, 256  # evaluation reads the val split as 16 streams, 
 LN2 = math.log(2.0)
 RETUNABLE = ("lr", "lr_decay_steps", "lr_floor", "clip", "reset_state", "warmup_steps")  # a run may change these
 # Fields added after checkpoint format 1 was fixed: a saved config without them takes these defaults.
-LATER_FIELDS = ("n_head", "block_size", "warmup_steps", "weight_decay")
+LATER_FIELDS = ("n_head", "block_size", "warmup_steps", "weight_decay", "precision")
+PRECISIONS = ("fp32", "bf16", "auto")
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,11 @@ class TrainConfig:
     block_size: int = 64  # Transformer only: the context, the most characters one position can see
     warmup_steps: int = 0  # linear warm-up: lr × (step + 1)/(warmup_steps + 1) for the first steps; 0 for none
     weight_decay: float = 0.1  # "adamw" only: decoupled decay λ on matrices and embeddings (not biases, LayerNorm)
+    # "bf16": the training forward runs under torch.autocast(bfloat16) (matmuls and torch's fused LSTM in
+    # bfloat16, the loss in float32); the weights, Adam's moments, evaluation and sampling stay float32.
+    # "auto": bf16 where the hardware has bfloat16 arithmetic (runtime.has_native_bf16), else fp32.
+    # RNN, LSTM and GRU only (a minGRU's log-space scan and a Transformer train in fp32; "auto" keeps them there).
+    precision: str = "fp32"
 
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:
@@ -91,6 +97,10 @@ class TrainConfig:
             raise ValueError("warmup_steps must be at least 0, and shorter than lr_decay_steps when that is set")
         if not 0.0 <= self.weight_decay < 1.0:
             raise ValueError(f"weight_decay must be in [0, 1), not {self.weight_decay}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        if self.precision == "bf16" and self.kind not in KINDS:
+            raise ValueError(f"bfloat16 training is for RNN, LSTM and GRU; a {kind_label(self.kind)} trains in fp32")
         if self.kind == "transformer":
             check_transformer_shape(self.hidden, self.n_head, self.block_size, self.embedding)
             if self.seq_len > self.block_size:
@@ -309,9 +319,15 @@ class Trainer:
         """Whether a chunk starts from the previous chunk's final state (see TrainConfig.describe)."""
         return self.config.carries_state
 
+    @property
+    def bf16(self) -> bool:
+        """Whether the training forward runs in bfloat16 mixed precision (the config's precision, resolved)."""
+        return uses_bf16(self.config, self.device)
+
     def describe(self) -> str:
         """The run in words: the model, its parameter count, and what crosses a chunk boundary."""
-        return f"{self.config.describe()} {self.num_parameters:,} parameters."
+        precision = " The forward pass runs in bfloat16 (weights kept in float32)." if self.bf16 else ""
+        return f"{self.config.describe()} {self.num_parameters:,} parameters.{precision}"
 
     @property
     def chars_per_step(self) -> int:
@@ -346,6 +362,7 @@ class Trainer:
         deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         model, optimizer, batcher, config = self.model, self.optimizer, self.batcher, self.config
         params = [p for p in model.parameters()]
+        bf16 = self.bf16
         model.train()
         with self._own_rng():
             for _ in range(steps):
@@ -353,7 +370,8 @@ class Trainer:
                 x, y, starts_epoch = batcher.next_batch()  # (B, T), (B, T)
                 if starts_epoch or not config.carries_state:
                     self.state = None  # a Transformer, or reset_state: every chunk starts from nothing
-                _, loss, state = model(x, y, self.state)
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16):
+                    _, loss, state = model(x, y, self.state)
                 loss_value = loss.item()
                 if self.initial_loss is None and math.isfinite(loss_value):
                     self.initial_loss = loss_value
@@ -383,7 +401,7 @@ class Trainer:
                     # g ← g · θ / ‖g‖, as clip_grad_norm_ does; skipped when it would multiply by 1.
                     torch.nn.utils.clip_grads_with_norm_(params, config.clip, total_norm)
                 optimizer.step()
-                self.state = detach_state(state)
+                self.state = float32_state(detach_state(state))
                 self.step += 1
                 elapsed = time.perf_counter() - start
                 self.seconds += elapsed
@@ -510,6 +528,23 @@ class Trainer:
         self._snapshot = None
 
 
+def uses_bf16(config: TrainConfig, device: torch.device) -> bool:
+    """Whether ``config`` trains under bfloat16 autocast on ``device``: "bf16", or "auto" on hardware with
+    bfloat16 arithmetic, for the kinds torch's fused cells cover (RNN, LSTM, GRU)."""
+    if config.kind not in KINDS or config.precision == "fp32":
+        return False
+    return config.precision == "bf16" or has_native_bf16(device)
+
+
+def float32_state(state: State | None) -> State | None:
+    """The carried state in float32: under bf16 autocast torch's LSTM returns h and c in bfloat16."""
+    if state is None:
+        return None
+    if isinstance(state, tuple):
+        return tuple(s.float() for s in state)
+    return state.float()
+
+
 def _split(corpus: Corpus, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The corpus's train/val rule applied to ``ids`` (which may be encoded with another vocab)."""
     if ids is corpus.ids:
@@ -532,7 +567,25 @@ def _split(corpus: Corpus, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
 # A 1×256 LSTM trains at roughly 35k characters/s on 2 quiet cores, so 2,500 steps of 32 × 64 take ~150 s;
 # a 1×512 runs at ~14k/s and sees too few characters in that time to win.
 
-STEPS_PER_150_S = 2500  # B 32 × T 64 steps that a 1×256 LSTM takes in about 150 s on 2 cores
+STEPS_PER_150_S = 2500  # B 32 × T 64 steps that a 1×256 LSTM took in about 150 s on 2 cores (threads sleeping)
+#
+# Issue 22, with OpenMP threads spinning briefly (rnnviz/__init__.py: 1.8× the characters per second) and bfloat16
+# autocast on a CPU with bfloat16 arithmetic (TrainConfig.precision), raced at equal seconds against the 1×256
+# preset above (python -m bench.shakespeare_sweep ROUND 150; bench/shakespeare_sweep.json), val at 10/30/60/150 s:
+#   1×256 preset (fp32, 62k chars/s)                  1.764 / 1.628 / 1.551 / 1.511   (round "bf16", quiet)
+#   1×256 bf16, decay fitted to 150 s (87k)           1.734 / 1.604 / 1.559 / 1.508   a faster 1×256 stalls: capacity
+#   1×384 fp32 lr 5e-3, fitted (30k)                  1.931 / 1.701 / 1.587 / 1.495
+#   1×384 bf16 lr 5e-3, fitted (48k)                  1.856 / 1.640 / 1.548 / 1.484   (1.485 again in "bf16b")
+#   1×512 bf16 lr 4e-3, fitted (27k)                  2.353 / 2.138 / 2.083 / 1.999   unstable; lr 2e-3: 1.539
+#   1×448 bf16 lr 5e-3, fitted (38k)                  1.957 / 1.648 / 1.559 / 1.469   (round "bf16b")
+#   1×448 auto lr 5e-3, decay 2,800 steps (42k)       1.967 / 1.659 / 1.559 / 1.472   ← Shakespeare (round "ship";
+#                                                     the 1×256 preset 1.509 in that race; lr 4e-3: 1.483)
+SHAKESPEARE_STEPS = 2800  # B 32 × T 64 steps of the 1×448 preset in about 150 s on 2 cores with bfloat16
+# The quick demo (1×256, lr 1e-2) raced for 30 s (round "quick"), val at 5 / 10 / 30 s:
+#   fp32, decay over 500 steps (ended near 16 s)    1.895 / 1.737 / 1.638
+#   auto (bf16), decay over 500 steps               1.842 / 1.681 / 1.617
+#   auto (bf16), decay over 1,250 steps             1.849 / 1.697 / 1.558   ← Quick demo (the steps of 30 s)
+QUICK_STEPS = 1250
 
 # nanoGPT's CPU "baby GPT" (config/train_shakespeare_char.py with its README's CPU overrides): 4 layers, 4 heads,
 # n_embd 128, block 64, batch 12, AdamW 1e-3 (β₂ 0.99, weight decay 0.1), 100 warm-up steps, cosine to 1e-4 at
@@ -591,16 +644,17 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "Quick demo (30 s)",
             "tiny-shakespeare",
-            TrainConfig(hidden=256, batch=32, seq_len=64, lr=1e-2, lr_decay_steps=STEPS_PER_150_S // 5),
+            TrainConfig(hidden=256, batch=32, seq_len=64, lr=1e-2, lr_decay_steps=QUICK_STEPS, precision="auto"),
             0.5,
-            "Words, capitals and line breaks within half a minute (val ≈ 1.7 nats/char).",
+            "Words, capitals and line breaks within half a minute (val ≈ 1.56 nats/char at 30 s).",
         ),
         Preset(
             "Shakespeare (3 min)",
             "tiny-shakespeare",
-            TrainConfig(hidden=256, batch=32, seq_len=64, lr=6e-3, lr_decay_steps=STEPS_PER_150_S),
+            TrainConfig(hidden=448, batch=32, seq_len=64, lr=5e-3, lr_decay_steps=SHAKESPEARE_STEPS, precision="auto"),
             3.0,
-            "Speaker names, verse lines and mostly real words (val ≈ 1.52 nats/char at 150 s).",
+            "Speaker names, verse lines and mostly real words (val ≈ 1.47 nats/char after 150 s of training on 2 "
+            "cores with bfloat16 arithmetic; without it each step takes about twice as long).",
         ),
         Preset(
             "Python code (3 min)",

@@ -70,7 +70,7 @@ MINGRU_NOTE = ("minGRU: z_t = σ(W_z x_t) and h̃_t = g(W_h x_t) read x_t only, 
                "computed by a parallel scan; its h_t is carried from one chunk to the next like an RNN's.")
 NO_CARRY = ("No state is carried from one chunk to the next: a Transformer has no hidden state, so every window of "
             "T characters starts from nothing and its memory is the context it attends over.")
-HIDDEN_OPTIONS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+HIDDEN_OPTIONS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 448, 512)
 BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128)
 SEQ_OPTIONS = (4, 8, 16, 32, 64, 128, 256)
 LR_OPTIONS = (1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 1e-2, 2e-2, 5e-2, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
