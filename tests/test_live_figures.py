@@ -63,3 +63,10 @@ def test_latex_matrix_highlights_a_column():
     tex = latex_matrix(np.array([[1.0, 2.0], [3.0, 4.0]]), highlight_column=1)
     assert tex == r"\begin{bmatrix}1.00 & \color{#f58518}{2.00} \\ 3.00 & \color{#f58518}{4.00}\end{bmatrix}"
     assert latex_matrix(np.array([0.0, 1.0]), digits=0) == r"\begin{bmatrix}0 \\ 1\end{bmatrix}"
+
+
+def test_loss_figure_against_seconds_labels_the_axis_and_the_hover():
+    fig = loss_figure([0.5, 1.0, 1.5], [4.0, 3.5, 3.0], [1.5], [3.2], 65, seconds=True)
+    assert fig.layout.xaxis.title.text == "seconds of training"
+    assert list(fig.data[0].x) == [0.5, 1.0, 1.5] and list(fig.data[1].x) == [1.5]
+    assert fig.data[0].hovertemplate.startswith("%{x:.1f} s")

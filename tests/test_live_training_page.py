@@ -1,7 +1,10 @@
 """The live-training page in AppTest: Step, Start and Pause, bad inputs, uploads, a blow-up, the download."""
 
+import json
 import math
 from pathlib import Path
+
+import pytest
 
 from rnnviz.charlm.checkpoint import checkpoint_bytes
 from rnnviz.charlm.corpus import load_builtin
@@ -10,6 +13,7 @@ from rnnviz.charlm.sample import generate
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import open_page, page_text
+from tests.figure_helpers import numbers
 
 PAGE = "app_pages/live_training.py"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200)
@@ -221,3 +225,23 @@ def test_live_samples_keep_their_step_until_asked_to_resample():
     assert f"Drawn from the weights of step {drawn_at:,}" in page_text(at)
     at.button(key=key("resample")).click().run()
     assert "Drawn from the weights" not in page_text(at) and not at.exception
+
+
+def test_the_loss_curve_reads_against_seconds_of_training_when_asked():
+    at = hello_page()
+    for _ in range(2):
+        at.button(key=key("step")).click().run()
+    run = at.session_state[LIVE_RUN_KEY]
+
+    def loss_chart() -> dict:
+        chart = next(c for c in at.get("plotly_chart") if c.key == key("loss_chart"))
+        return json.loads(chart.proto.spec)
+
+    assert loss_chart()["layout"]["xaxis"]["title"]["text"] == "step"
+    at.toggle(key=key("seconds_axis")).set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    spec = loss_chart()
+    assert spec["layout"]["xaxis"]["title"]["text"] == "seconds of training"
+    train, val = spec["data"][0], spec["data"][1]
+    assert list(numbers(train["x"])) == pytest.approx([r.seconds for r in run.trainer.history])  # its own clock
+    assert list(numbers(val["x"])) == pytest.approx([e.seconds for e in run.trainer.evals])

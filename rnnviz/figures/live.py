@@ -33,27 +33,32 @@ def loss_figure(
     val_loss: Sequence[float],
     vocab_size: int,
     bits: bool = False,
+    seconds: bool = False,
 ) -> go.Figure:
-    """Train loss (bucket means) and val loss against the step, with the uniform-guess line ln V."""
+    """Train loss (bucket means) and val loss against the step, with the uniform-guess line ln V.
+
+    With ``seconds`` the x values (``steps``, ``eval_steps``) are seconds of training, the trainer's clock: the
+    axis on which models of different speeds compare fairly."""
     scale = 1 / LN2 if bits else 1.0
     unit = "bits/char" if bits else "nats/char"
     uniform = math.log(vocab_size) * scale
     fig = go.Figure()
     x, y = downsample(steps, np.asarray(train_loss, dtype=float) * scale, MAX_POINTS)
+    where = "%{x:.1f} s" if seconds else "step %{x}"
     fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="train", line=dict(color=PALETTE["measured"], width=2),
-                             hovertemplate=f"step %{{x}}: %{{y:.3f}} {unit}<extra>train</extra>"))
+                             hovertemplate=f"{where}: %{{y:.3f}} {unit}<extra>train</extra>"))
     if len(eval_steps):
         fig.add_trace(go.Scatter(x=list(eval_steps), y=np.asarray(val_loss, dtype=float) * scale,
                                  mode="lines+markers", name="val", line=dict(color=PALETTE["highlight"], width=2),
                                  marker=dict(size=7),
-                                 hovertemplate=f"step %{{x}}: %{{y:.3f}} {unit}<extra>val</extra>"))
+                                 hovertemplate=f"{where}: %{{y:.3f}} {unit}<extra>val</extra>"))
     label = f"uniform guess: log₂ V = {uniform:.2f}" if bits else f"uniform guess: ln V = {uniform:.2f}"
     fig.add_hline(y=uniform, line=dict(color=PALETTE["theory"], dash="dash", width=2),
                   annotation_text=label, annotation_position="top right",
                   annotation_font=dict(size=FONT_SIZE - 2, color=PALETTE["theory"]))
     top = max([uniform, *(y[:1] if len(y) else [])]) * 1.12
     fig.update_yaxes(title_text=f"loss ({unit})", range=[0, top], rangemode="tozero")
-    fig.update_xaxes(title_text="step", rangemode="tozero")
+    fig.update_xaxes(title_text="seconds of training" if seconds else "step", rangemode="tozero")
     house_style(fig, height=360)
     fig.update_layout(title=dict(text="Loss", x=0.01), legend=dict(orientation="h", x=0.99, xanchor="right", y=1.12))
     return fig

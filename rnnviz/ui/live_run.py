@@ -70,6 +70,7 @@ NOTICE = key("notice")  # (kind, text) from a callback, shown once above the con
 RUN_PARAM = "run"  # ?run=<token>: the address that finds this session's run again
 LET_GO = key("let_go")  # tokens of runs this session reset: never taken up again from its address
 BITS = key("bits")  # losses in bits/char
+SECONDS_AXIS = key("seconds_axis")  # the loss curve against seconds of training instead of steps
 
 
 def slot_capacity() -> int:
@@ -331,7 +332,8 @@ def run_summary(run: LiveRun) -> str:
     config = run.trainer.config
     return (f"{config.layers} × {config.hidden} {kind_label(config.kind)} on **{literal(run.corpus_name)}** (V = "
             f"{run.trainer.vocab.size}), {run.trainer.num_parameters:,} parameters, {config.optimizer} at "
-            f"learning rate {config.lr:g}, " + (f"clipping at θ = {config.clip:g}" if config.clip else "no clipping"))
+            f"learning rate {config.lr:g}, " + (f"clipping at θ = {config.clip:g}" if config.clip else "no clipping")
+            + (", forward pass in bfloat16 (weights in float32)" if run.trainer.bf16 else ""))
 
 
 def status_line(run: LiveRun) -> None:
@@ -403,17 +405,20 @@ def _curves(run: LiveRun, bits: bool):
     figure again keeps the chart as it is drawn), and always for a run that stands still."""
     held = st.session_state.get(CURVES)
     now = time.monotonic()
-    if (held is not None and held[:3] == (id(run), run.step, bits)) or (
-            held is not None and held[0] == id(run) and held[2] == bits and run.is_active
+    view = (bits, bool(st.session_state.get(SECONDS_AXIS, False)))
+    if (held is not None and held[:3] == (id(run), run.step, view)) or (
+            held is not None and held[0] == id(run) and held[2] == view and run.is_active
             and now - held[3] < CURVES_EVERY_S):
         return held[4], held[5]
     history, evals = run.trainer.history, run.trainer.evals
-    loss = figures.loss_figure([r.step for r in history], [r.loss for r in history], [e.step for e in evals],
-                               [e.val_loss for e in evals], run.trainer.vocab.size, bits)
+    seconds = view[1]
+    loss = figures.loss_figure([r.seconds if seconds else r.step for r in history], [r.loss for r in history],
+                               [e.seconds if seconds else e.step for e in evals], [e.val_loss for e in evals],
+                               run.trainer.vocab.size, bits, seconds=seconds)
     loss.update_layout(height=LOSS_HEIGHT)
     grad = figures.grad_norm_figure([r.step for r in history], [r.grad_norm for r in history],
                                     run.trainer.config.clip)
-    st.session_state[CURVES] = (id(run), run.step, bits, now, loss, grad)
+    st.session_state[CURVES] = (id(run), run.step, view, now, loss, grad)
     return loss, grad
 
 
@@ -504,6 +509,9 @@ def watch_panel(run: LiveRun) -> None:
     grad_col, history_col = st.columns(2, gap="medium")
     with grad_col:
         st.toggle("Losses in bits/char (÷ ln 2) instead of nats/char", key=BITS, persist_state="session")
+        st.toggle("Loss against seconds of training instead of steps", key=SECONDS_AXIS, persist_state="session",
+                  help="The trainer's clock: only its own steps count, not sampling or evaluation. Models of "
+                       "different speeds compare fairly on it (a step of a wider model costs more).")
         grad_curve(run, in_bits)
     with history_col:
         sample_history(run, in_bits)

@@ -8,6 +8,7 @@ from urllib.parse import quote
 import pytest
 
 from rnnviz.charlm.checkpoint import load_checkpoint
+from rnnviz.core.runtime import has_native_bf16
 from tests.e2e.harness import open_app_page, screenshot, streamlit_server, wait_idle
 
 URL = "char-model-training"
@@ -72,6 +73,11 @@ def test_quick_preset_learns_pauses_and_survives_navigation(page, base_url):
     time.sleep(2.0)
     assert number(page, "Step") == paused_at, "the counter stops while paused"
     screenshot(page, "live-training-paused")
+    assert page.get_by_text("forward pass in bfloat16").count() == (1 if has_native_bf16("cpu") else 0)
+    page.get_by_text("Loss against seconds of training instead of steps").click()
+    wait_idle(page)
+    assert page.locator("[data-testid='stPlotlyChart'] .xtitle", has_text="seconds of training").count() == 1
+    screenshot(page, "live-training-seconds")
     with page.expect_download() as download:
         page.get_by_role("button", name="Download the checkpoint").click()
     saved = load_checkpoint(download.value.path())
