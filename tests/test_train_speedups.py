@@ -16,6 +16,7 @@ from bench.shakespeare_sweep import BASE, SHIPPED, VARIANTS, Contender, Variant
 from bench.time_to_words import tokens, word_share
 from rnnviz.charlm import train as train_module
 from rnnviz.charlm.corpus import Corpus
+from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, TrainConfig, Trainer
 from rnnviz.core import runtime
 from rnnviz.core.runtime import share_cores
@@ -130,16 +131,31 @@ def test_precision_is_validated_and_older_configs_without_it_load():
     assert TrainConfig.from_dict(saved).precision == "fp32"
 
 
-def test_share_cores_gives_each_training_its_share_of_the_threads(monkeypatch):
+def test_share_cores_gives_each_training_its_share_of_the_threads_and_page_runs_keep_it(monkeypatch):
     monkeypatch.setenv("RNNVIZ_THREADS", "4")
     before = torch.get_num_threads()
     try:
         assert share_cores(1) == 4 and torch.get_num_threads() == 4
         assert share_cores(2) == 2 and torch.get_num_threads() == 2
+        assert runtime.configure_cpu() == 2  # a page's run (app.py) keeps the share instead of undoing it
         assert share_cores(3) == 1 and share_cores(9) == 1 and torch.get_num_threads() == 1
-        assert share_cores(0) == 4  # nobody holds a slot (a Step between leases): the whole machine
+        assert share_cores(0) == 4 and runtime.configure_cpu() == 4  # nobody trains: the whole machine again
     finally:
+        share_cores(0)
         torch.set_num_threads(before)
+
+
+def test_training_slots_tell_the_thread_split_whenever_the_number_of_trainings_changes():
+    heard, now = [], [0.0]
+    slots = TrainingSlots(2, lease_seconds=10, clock=lambda: now[0], on_change=heard.append)
+    assert slots.acquire("a") and slots.acquire("a") and heard == [1]  # a renewed lease is no change
+    assert slots.acquire("b") and heard == [1, 2]
+    assert not slots.acquire("c") and heard == [1, 2]  # a queued owner trains nothing
+    slots.release("a")
+    assert heard == [1, 2, 1]
+    assert slots.acquire("c") and heard == [1, 2, 1, 2]
+    now[0] = 30.0  # both leases expire: their tabs are gone
+    assert slots.busy == 0 and heard == [1, 2, 1, 2, 0]
 
 
 def test_has_native_bf16_reads_the_cpu_flags(monkeypatch):

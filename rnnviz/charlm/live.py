@@ -43,7 +43,7 @@ from rnnviz.charlm.sample import generate
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer, uses_bf16
 from rnnviz.core.charmodel import build_model
-from rnnviz.core.runtime import pick_device, share_cores
+from rnnviz.core.runtime import pick_device
 
 MAX_SNAPSHOTS = 20  # weight copies kept for the explorer; the initial weights are one of them
 MAX_PARAMETERS = 2_000_000  # per session: larger models train too slowly to watch live on a CPU
@@ -60,7 +60,8 @@ STEP_OVERHEAD_S = 0.9e-3  # optimizer, norms, bookkeeping: dominates the smalles
 TIMESTEP_OVERHEAD_S = 110e-6  # per layer and time step, forward and backward: the fused kernel's sequential part
 MATMUL_EFFICIENCY = 0.85  # share of the measured matmul rate a fused LSTM reaches
 # The float32 matmul rate understates a run under bfloat16 autocast (TrainConfig.precision): on the 2-core Zen 4
-# machine a training step ran 1.41× (1×256), 1.58× (1×384) and about 1.8× (1×448, 1×512) as fast as in float32.
+# machine training ran 1.41× (1×256) and 1.58× (1×384) as fast as in float32 in the sweep's races, and a bare
+# training step of a 1×512 1.87× as fast.
 BF16_SPEEDUP = 1.6
 
 
@@ -374,7 +375,6 @@ class LiveRun:
         if self.status == Status.WAITING:
             self.status = Status.RUNNING
             self.message = f"A training slot is free: training from step {self.step:,}."
-        share_cores(slots.busy)
         records = self.advance(max_seconds)
         if not self.is_active:
             slots.release(owner)
@@ -406,7 +406,6 @@ class LiveRun:
                             "Press Start to queue for a slot.")
             return []
         try:
-            share_cores(slots.busy)
             records = self.advance(max_seconds)
         finally:
             slots.release(owner)

@@ -31,7 +31,6 @@ from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.sample import generate
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
-from rnnviz.core.runtime import share_cores
 
 MARKS = (10, 30, 60, 90, 120, 150)  # seconds of training at which val loss is recorded
 SLICE_S = 5.0  # seconds of training each contender takes per turn
@@ -323,7 +322,6 @@ class RaceRunner:
                     if self.status == RaceStatus.WAITING:
                         self.status = RaceStatus.RUNNING
                         self.message = "Racing: each model trains a few seconds in turn."
-                share_cores(self.slots.busy)
                 self.race.advance(self._should_stop)
         except Exception as err:  # the page shows it; the models stay as they were
             with self.lock:

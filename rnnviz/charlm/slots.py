@@ -16,12 +16,17 @@ from collections.abc import Callable, Hashable
 class TrainingSlots:
     """At most ``capacity`` owners hold a slot; the rest queue first come, first served."""
 
-    def __init__(self, capacity: int, lease_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, capacity: int, lease_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic,
+                 on_change: Callable[[int], object] | None = None):
+        """``on_change(busy)`` hears the number of slots held whenever it changes (the server splits torch's
+        threads among the trainings with it: rnnviz.core.runtime.share_cores)."""
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
         self.lease_seconds = lease_seconds
         self._clock = clock
+        self._on_change = on_change
+        self._told = 0  # the count on_change last heard (none held at first)
         self._lock = threading.Lock()
         self._holders: dict[Hashable, float] = {}  # owner → last seen
         self._waiting: dict[Hashable, float] = {}  # owner → last seen, in arrival order
@@ -30,6 +35,13 @@ class TrainingSlots:
         for table in (self._holders, self._waiting):
             for owner in [o for o, seen in table.items() if now - seen > self.lease_seconds]:
                 del table[owner]
+        self._tell()
+
+    def _tell(self) -> None:
+        """Call on_change when the number of holders differs from what it last heard (holding the lock)."""
+        if self._on_change is not None and len(self._holders) != self._told:
+            self._told = len(self._holders)
+            self._on_change(self._told)
 
     def acquire(self, owner: Hashable) -> bool:
         """True when ``owner`` holds a slot (now or already); otherwise it joins or stays in the queue."""
@@ -44,6 +56,7 @@ class TrainingSlots:
             if len(self._holders) < self.capacity and owner == first_in_line:
                 del self._waiting[owner]
                 self._holders[owner] = now
+                self._tell()
                 return True
             return False
 
@@ -52,6 +65,7 @@ class TrainingSlots:
         with self._lock:
             self._holders.pop(owner, None)
             self._waiting.pop(owner, None)
+            self._tell()
 
     def queue_position(self, owner: Hashable) -> int | None:
         """1 for the next in line, 2 for the one after, …; None when not waiting."""

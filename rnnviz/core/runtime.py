@@ -67,25 +67,32 @@ def cpu_threads() -> int:
 
 
 def configure_cpu() -> int:
-    """Match torch's intra-op threads to the physical cores and flush denormals; returns the thread count.
+    """Match torch's intra-op threads to the physical cores (shared among the trainings running, see share_cores)
+    and flush denormals; returns the thread count.
 
     RNNVIZ_THREADS overrides the count, for machines shared with other heavy jobs.
     """
-    threads = cpu_threads()
+    threads = max(1, cpu_threads() // max(1, _trainings_running))
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     torch.set_flush_denormal(True)
     return threads
 
 
-def share_cores(trainings: int) -> int:
-    """Give the calling thread's torch ops its share of the cores while ``trainings`` train at once; returns it.
+_trainings_running = 0  # trainings this process runs at once, as its TrainingSlots last counted them
 
-    On 2 cores one training runs fastest on 2 threads, but two at once run fastest on 1 thread each (1×256 LSTM
-    (float32): 39k chars/s each, against 28–36k each on 2 threads, whose OpenMP workers wait for a core the other
-    training holds). torch.set_num_threads sets the calling thread's OpenMP team, so each training thread of a
-    server sets its own before every chunk.
+
+def share_cores(trainings: int) -> int:
+    """Split torch's threads among ``trainings`` that train at once in this process; returns the threads each gets.
+
+    On 2 cores one training runs fastest on 2 threads, but two at once run fastest on 1 thread each (1×256 LSTM,
+    float32: 39k chars/s each, against 28–36k each on 2 threads, whose OpenMP workers wait for a core the other
+    training holds; python -m bench omp_wait). torch.set_num_threads is process-wide, so the count is kept here
+    and configure_cpu (which every page run calls) keeps the share instead of undoing it. The server's
+    TrainingSlots call this whenever the number of trainings changes.
     """
+    global _trainings_running
+    _trainings_running = max(0, trainings)
     threads = max(1, cpu_threads() // max(1, trainings))
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)

@@ -31,7 +31,7 @@ from rnnviz.charlm.corpus import BUILTIN_CORPORA
 from rnnviz.charlm.live import LiveRun, RunRegistry, Status, leaves_training_text
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.core.charmodel import kind_label
-from rnnviz.core.runtime import physical_cores
+from rnnviz.core.runtime import physical_cores, share_cores
 from rnnviz.figures import live as figures
 from rnnviz.ui.live_setup import (
     REVERT_BUILTIN,
@@ -81,7 +81,7 @@ def slot_capacity() -> int:
 @st.cache_resource(show_spinner=False)
 def training_slots() -> TrainingSlots:
     """The one TrainingSlots of this server process, shared by every session."""
-    return TrainingSlots(slot_capacity(), lease_seconds=LEASE_SECONDS)
+    return TrainingSlots(slot_capacity(), lease_seconds=LEASE_SECONDS, on_change=share_cores)
 
 
 @st.cache_resource(show_spinner=False)
