@@ -137,11 +137,14 @@ def sampling_section() -> None:
     result = sampling.sample(source, request)
     text = request.prime + result.text
     drawn_at = sampling.sampled_step(source)
-    if source.key == "live" and drawn_at != source.step:
+    if sampling.trains(source):
         cols = st.columns([3, 1], vertical_alignment="center")
-        cols[0].caption(f"Drawn from the weights of step {drawn_at:,}; the model has trained on since.")
+        cols[0].caption(f"Drawn from the weights of step {drawn_at:,}. The run trains on: this section keeps "
+                        "those weights until you ask for the latest (or Pause).")
         cols[1].button("Sample the latest weights", key=setup.key("resample"), icon=":material/refresh:",
                        on_click=sampling.resample_live, width="stretch")
+    elif source.key == "live":
+        st.caption(f"Drawn from the weights of step {drawn_at:,}, the run's latest.")
     st.code(text, language=None, wrap_lines=True)
     training = sampling.memorised_text(source)
     if training is not None:

@@ -9,7 +9,8 @@ import pytest
 from rnnviz.charlm.checkpoint import checkpoint_bytes
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.charlm.pretrained import shipped_models
-from rnnviz.charlm.sample import generate
+from rnnviz.charlm.sample import generate, next_char_distribution
+from rnnviz.charlm.sample_request import run_sample
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import open_page, page_text
@@ -214,17 +215,48 @@ def test_reset_asks_first_once_the_model_trained_a_minute():
     assert at.session_state[LIVE_RUN_KEY] is not run and at.session_state[LIVE_RUN_KEY].step > 0
 
 
-def test_live_samples_keep_their_step_until_asked_to_resample():
+def test_while_it_trains_the_samples_say_their_step_and_resample_on_request():
+    at = hello_page(budget=100_000)
+    at.button(key=key("start")).click().run()  # one chunk per full rerun in AppTest
+    run = at.session_state[LIVE_RUN_KEY]
+    assert run.is_active and at.selectbox(key=key("model_source")).value == "live"
+    drawn_at = at.session_state[key("pinned")][1]
+    at.run()
+    assert run.step > drawn_at
+    assert f"Drawn from the weights of step {drawn_at:,}. The run trains on" in page_text(at)
+    at.button(key=key("resample")).click().run()
+    resampled_at = at.session_state[key("pinned")][1]
+    assert resampled_at > drawn_at and not at.exception
+    assert f"Drawn from the weights of step {resampled_at:,}. The run trains on" in page_text(at)
+
+
+def test_after_pause_the_samples_read_the_current_weights_without_a_click():
+    at = hello_page(budget=100_000)
+    at.button(key=key("step")).click().run()  # the sample section pins the live model at this step
+    at.button(key=key("start")).click().run()
+    at.run()
+    at.button(key=key("pause")).click().run()
+    run = at.session_state[LIVE_RUN_KEY]
+    assert run.status == "paused" and not at.exception
+    request = at.session_state[key("last_request")]
+    expected = run_sample(run.trainer.model, run.trainer.vocab, request).text  # from the weights as they are now
+    assert request.prime + expected in [c.value for c in at.code]
+    position = at.slider(key=key("position")).value
+    table = next_char_distribution(run.trainer.model, run.trainer.vocab, request.prime + expected, k=4)
+    bars = next(c for c in at.get("plotly_chart") if c.key == key("next_chars"))
+    drawn = json.loads(bars.proto.spec)["data"][0]
+    assert list(numbers(drawn["y"])) == pytest.approx(list(table.probs[position - 1]), abs=1e-6)
+    text = page_text(at)
+    assert f"Drawn from the weights of step {run.step:,}, the run's latest." in text
+    assert "Sample the latest weights" not in text
+
+
+def test_a_step_by_hand_samples_the_new_weights():
     at = hello_page()
     at.button(key=key("step")).click().run()
-    at.selectbox(key=key("model_source")).set_value("live").run()
-    run = at.session_state[LIVE_RUN_KEY]
-    drawn_at = run.step
     at.button(key=key("step")).click().run()
-    assert run.step > drawn_at
-    assert f"Drawn from the weights of step {drawn_at:,}" in page_text(at)
-    at.button(key=key("resample")).click().run()
-    assert "Drawn from the weights" not in page_text(at) and not at.exception
+    run = at.session_state[LIVE_RUN_KEY]
+    assert f"Drawn from the weights of step {run.step:,}, the run's latest." in page_text(at)
 
 
 def test_the_loss_curve_reads_against_seconds_of_training_when_asked():

@@ -68,14 +68,21 @@ def _shipped(source: ModelSource) -> bool:
     return source.key.startswith("pretrained:")
 
 
+def trains(source: ModelSource) -> bool:
+    """The session's live run is training: its weights change under every chunk."""
+    run = current_run()
+    return source.key == "live" and run is not None and run.is_active
+
+
 def _identity(source: ModelSource) -> tuple:
     """Which weights the shown samples come from: the model, and the step they were drawn at.
 
-    A live model changes every chunk; its samples are redrawn when the sampling settings change or on
-    request (``resample``), not on every rerun, so that a click elsewhere stays fast while it trains."""
+    While a live run trains, its samples keep the step they were drawn at until the sampling settings change
+    or a resample is asked for (``resample_live``), so that a click elsewhere stays fast. Whenever it does not
+    train (paused, finished, stepped by hand), they follow its current weights without a click."""
     model = (source.key, id(source.model))
     held = st.session_state.get(PINNED)
-    if held is None or held[0] != model:
+    if held is None or held[0] != model or not trains(source):
         held = (model, source.step)
         st.session_state[PINNED] = held
     return source.key, held[1], id(source.model)
