@@ -3,6 +3,7 @@
 import streamlit as st
 
 from rnnviz.figures.handbuilt import (
+    PHI_LATEX,
     fmt,
     fmt_vector,
     products_latex,
@@ -19,15 +20,7 @@ from rnnviz.ui.mechanics import hand_run, hand_truth_table
 from rnnviz.ui.stepper import step_controls
 from rnnviz.ui.widgets import literal, page_header, plot
 
-page_header(
-    "hand-built-rnn",
-    "Three hidden units are enough to compute $x_t$ AND $x_{t-1}$: unit 1 copies the current bit, unit 2 "
-    "receives unit 1's old value through $W_{hh}$ and so holds the previous bit, and unit 3 is a constant 1 "
-    "that acts as a bias. The readout adds the two bits and subtracts 1, so $y_t$ is 1 only when both bits "
-    "are 1. Step through time, edit the weights, or turn on the quiz and predict $h_t$ before it is shown.",
-    r"h_t = \operatorname{ReLU}(W_{xh}\,x_t + W_{hh}\,h_{t-1}), \quad h_0 = (0, 0, 1), \qquad "
-    r"y_t = \operatorname{ReLU}(W_{hy}\,h_t)",
-)
+header_area = st.container()  # filled once the nonlinearity below is known: the equation names it
 
 restore_from_link("handbuilt", LINK_PARAMS)
 st.session_state.setdefault("handbuilt_bits", format_bits(DEFAULT_BITS))
@@ -40,6 +33,16 @@ nonlinearity = col_phi.segmented_control(
     "Nonlinearity of $h_t$", ["relu", "tanh"], format_func={"relu": "ReLU", "tanh": "tanh"}.get,
     key="handbuilt_phi", default="relu", required=True,
 )
+with header_area:
+    page_header(
+        "hand-built-rnn",
+        "Three hidden units are enough to compute $x_t$ AND $x_{t-1}$: unit 1 copies the current bit, unit 2 "
+        "receives unit 1's old value through $W_{hh}$ and so holds the previous bit, and unit 3 is a constant 1 "
+        "that acts as a bias. The readout adds the two bits and subtracts 1, so $y_t$ is 1 only when both bits "
+        "are 1. Step through time, edit the weights, or turn on the quiz and predict $h_t$ before it is shown.",
+        rf"h_t = {PHI_LATEX[nonlinearity]}(W_{{xh}}\,x_t + W_{{hh}}\,h_{{t-1}}), \quad h_0 = (0, 0, 1), \qquad "
+        r"y_t = \operatorname{ReLU}(W_{hy}\,h_t)",
+    )
 quiz = col_quiz.toggle("Quiz mode", key="handbuilt_quiz", help="Predict h_t before the page reveals it.")
 with col_link:
     share_link(LINK_PARAMS)

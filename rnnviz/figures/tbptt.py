@@ -89,6 +89,9 @@ def chunk_figure(length: int, chunk: int, delay: int, position: int, reach: np.n
 LABEL_BACKGROUND = "rgba(255, 255, 255, 0.85)"
 
 
+ACCURACY_TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
 def _label_shifts(ks: Sequence[int], span: float, min_gap: float = 0.09) -> list[int]:
     """How far (px) above its point each value label sits: labels closer than ``min_gap`` of the axis span to
     the previous one take turns between two heights, so that neighbours never overlap."""
@@ -115,7 +118,8 @@ def sweep_figure(runs: Sequence[ChunkRun], delay: int, chance: float) -> go.Figu
                              hovertemplate="K = %{x}<br>accuracy %{y:.3f}<extra></extra>"))
     low, high = min(ks + [delay]), max(ks + [delay])
     pad = 0.08 * (high - low + 1)  # room for the first and the last label
-    for k, a, shift in zip(ks, acc, _label_shifts(ks, high - low + 3 * pad)):
+    shifts = _label_shifts(ks, high - low + 3 * pad)
+    for k, a, shift in zip(ks, acc, shifts):
         fig.add_annotation(x=k, y=a, text=f"{a:.2f}", showarrow=False, yanchor="bottom", yshift=shift,
                            bgcolor=LABEL_BACKGROUND, borderpad=1, font=dict(size=FONT_SIZE - 2))
     fig.add_vline(x=delay, line=dict(color=PALETTE["highlight"], width=2, dash="dash"))
@@ -124,9 +128,12 @@ def sweep_figure(runs: Sequence[ChunkRun], delay: int, chance: float) -> go.Figu
     fig.add_hline(y=chance, line=dict(color=PALETTE["theory"], width=1.5, dash="dot"),
                   annotation_text=f"chance {chance:.2f}", annotation_position="bottom right")
     fig.update_xaxes(title="chunk length K", tickmode="array", tickvals=ks, range=[low - pad, high + 2 * pad])
-    fig.update_yaxes(title="accuracy on held-out sequences", range=[0, 1.22])
+    # An accuracy ends at 1: the axis does too, and the labels of points near 1 stand in the top margin
+    # (annotations are not clipped to the plot area), which is made tall enough for the raised ones.
+    fig.update_yaxes(title="accuracy on held-out sequences", range=[0, 1.02], tickvals=ACCURACY_TICKS)
     fig.update_layout(title="Accuracy after training, for each chunk length K", showlegend=False)
     house_style(fig, height=380)
+    fig.update_layout(margin=dict(t=50 + max(shifts) + 25))
     return fig
 
 

@@ -40,7 +40,7 @@ RATES = (0.1, 0.3, 0.5, 1.0, 2.0, 5.0)
 DEFAULTS = {
     SECTION: "powers", SIGMA: 1.05, STEPS: 150, HIDDEN: 64, MATRIX: "symmetric", INPUT_SCALE: 1.0,
     INPUT_WEIGHT: 1.0, VECTOR: "top", OVERLAY: [0.95, 1.0], LOG_BARS: True, THRESHOLD: 1.0, LR: 1.0,
-    FORGET_BIAS: 1.0,
+    FORGET_BIAS: 5.0,  # ≈ ln T for T = 150 (chrono initialisation): ∏ f_t stays near 1 over the default K
 }
 FIGURE_HEIGHT = 410  # px: a section's text, figure and numbers fit one 1400 × 900 screen
 SPLIT = (5, 9)  # the controls' column beside the figure's
@@ -196,8 +196,8 @@ def per_step_contributions() -> None:
         plot(figures.contributions_figure(shares, log=log_bars, height=FIGURE_HEIGHT), key=f"{PAGE}_contributions")
     with controls:
         if shares.is_zero:
-            st.info("Every term is exactly 0 here: with no input (scale 0) every hidden state h_{t−1} stays 0, so "
-                    "each step's term δ_t h_{t−1}ᵀ is 0. Raise the input scale.", icon=":material/info:")
+            st.info(r"Every term is exactly 0 here: with no input (scale 0) every hidden state $h_{t-1}$ stays 0, so "
+                    r"each step's term $\delta_t h_{t-1}^\top$ is 0. Raise the input scale.", icon=":material/info:")
             return
         last, first = min(10, config.steps), config.steps // 2
         st.metric(f"share of the last {last} steps", f"{shares.share_of_last(last):.1%}")
@@ -233,28 +233,37 @@ def gradient_clipping() -> None:
                   help="On the last step where clipping acted: 1.000 means the same direction.")
 
 
+COMMON_FORGET_BIAS = 1.0  # the usual initialisation (Jozefowicz et al. 2015), shown beside the chosen one
+
+
 def lstm_cell_path() -> None:
-    st.markdown("**5. The LSTM's cell path.** In an LSTM, c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t, so along the cell path "
-                "the gradient is multiplied by the forget gates only: no W_hh, no tanh′. A real LSTM with the same H "
-                "runs on the same inputs as the tanh RNN; raise the forget-gate bias b_f and its curve flattens.")
+    st.markdown(r"**5. The LSTM's cell path.** In an LSTM, $c_t = f_t \odot c_{t-1} + i_t \odot g_t$, so along the "
+                r"cell path the gradient is multiplied by the forget gates only: no $W_{hh}$, no $\tanh'$. A real LSTM "
+                "with the same H runs on the same inputs as the tanh RNN; raise the forget-gate bias $b_f$ and its "
+                "curve flattens.")
     controls, figure = st.columns(SPLIT, gap="medium")
     with controls:
         st.latex(r"\frac{\partial c_T}{\partial c_k}\Big|_{\text{cell path}} = \prod_{t=k+1}^{T}"
                  r" \operatorname{diag}(f_t)")
-        forget_bias = st.slider("forget-gate bias b_f at initialisation", -2.0, 4.0, step=0.5, key=FORGET_BIAS)
+        forget_bias = st.slider("forget-gate bias b_f at initialisation", -2.0, 6.0, step=0.5, key=FORGET_BIAS,
+                                help="b_f ≈ ln T keeps f_t near 1 for T steps (chrono initialisation, Tallec & "
+                                "Ollivier 2018).")
         more_settings(inputs=True, sigma=True, steps=True)
-        st.caption("Not a cure: f_t = σ(·) is below 1, so over a long enough span the product of forget gates "
-                   "still shrinks, only as slowly as the gates allow.")
     config = rnn_config()
     rnn = decay_curves(config)
-    lstm = cell_path(gradients.CellPathConfig(config.hidden, config.steps, float(forget_bias), config.input_scale,
-                                              config.input_size, config.seed))
+    lstm, common = (cell_path(gradients.CellPathConfig(config.hidden, config.steps, bias, config.input_scale,
+                                                       config.input_size, config.seed))
+                    for bias in (float(forget_bias), COMMON_FORGET_BIAS))
     with figure:
         plot(figures.decay_figure(rnn, config.sigma, cell=lstm, height=FIGURE_HEIGHT), key=f"{PAGE}_cell_path")
     m1, m2, m3 = st.columns(3)
     m1.metric(f"‖∂c_T/∂c_k‖ at T − k = {config.steps}, LSTM", sci(lstm.cell_path[-1]))
     m2.metric(f"‖∂h_T/∂h_k‖ at T − k = {config.steps}, tanh RNN", sci(rnn.with_tanh[-1]))
     m3.metric("mean forget gate f_t", f"{lstm.mean_forget:.3f}")
+    st.caption(f"At the usual b_f = {COMMON_FORGET_BIAS:g}, f_t averages {common.mean_forget:.2f} and ∏ f_t still "
+               f"falls to {sci(common.cell_path[-1])} over {config.steps} steps: the cell path carries a gradient only "
+               "as far as the forget gates stay near 1. Not a cure: f_t = σ(·) < 1, so over a long enough span the "
+               "product still shrinks, only as slowly as the gates allow.")
 
 
 DRAW: dict[str, Callable[[], None]] = {

@@ -79,7 +79,7 @@ def hello_walkthrough() -> None:
     )
     plot(softmax_figure(config), key=f"{PREFIX}_softmax")
     st.caption("Steps 3 and 4 read the same input 'l' yet must predict 'l' and then 'o': only the hidden state "
-               "h_{t−1}, which remembers how many l's came before, tells them apart.")
+               "$h_{t-1}$, which remembers how many l's came before, tells them apart.")
     terms = " + ".join(f"{loss:.3f}" for loss in walk.losses)
     st.latex(
         rf"\mathcal{{L}} = \frac{{1}}{{{len(walk.losses)}}}\left({terms}\right) = {walk.mean_loss:.3f}"

@@ -66,10 +66,12 @@ LIVE_PRESETS: dict[str, Preset] = {**PRESETS, **MINGRU_PRESETS,
 TRANSFORMER_DEFAULTS = LIVE_PRESETS[TUNED_GPT]  # what choosing Kind = Transformer starts from
 # Choosing a Kind of another family starts from that family's preset: RNN, LSTM and GRU share one.
 FAMILY_PRESETS = {"recurrent": DEFAULT_PRESET, "mingru": MINGRU_PRESET, "transformer": TUNED_GPT}
-MINGRU_NOTE = ("minGRU: z_t = σ(W_z x_t) and h̃_t = g(W_h x_t) read x_t only, never h_{t−1}, so the whole chunk is "
-               "computed by a parallel scan; its h_t is carried from one chunk to the next like an RNN's.")
-NO_CARRY = ("No state is carried from one chunk to the next: a Transformer has no hidden state, so every window of "
-            "T characters starts from nothing and its memory is the context it attends over.")
+MINGRU_NOTE = (r"minGRU: $z_t = \sigma(W_z x_t)$ and $\tilde h_t = g(W_h x_t)$ read $x_t$ only, never $h_{t-1}$, "
+               "so the whole chunk is computed by a parallel scan; its $h_t$ is carried from one chunk to the next "
+               "like an RNN's.")
+NO_CARRY = ("No state is carried from one chunk to the next: a Transformer has no recurrent state (no $h_t$ passed "
+            "from step to step), so every window of T characters starts from nothing, and its memory is the keys and "
+            "values of the context it attends over.")
 HIDDEN_OPTIONS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 448, 512)
 BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128)
 SEQ_OPTIONS = (4, 8, 16, 32, 64, 128, 256)
@@ -83,12 +85,16 @@ SHAKESPEARE_VOCAB = 65  # distinct characters of the sha256-verified Tiny Shakes
 REFERENCE_MATMUL_FLOPS = 130e9  # dense fp32 matmul peak of the 2-core machine the presets were tuned on
 
 SOURCES = ("Built-in", "Upload a .txt file", "Paste text")
+# Short enough to show whole in a third of a 1,400 px page; the select box's help says the rest.
 CORPUS_LABELS = {
-    "tiny-shakespeare": "Tiny Shakespeare (1.1 MB, downloaded on first use)",
-    "python-stdlib": "Python standard library source (1 MB of code)",
-    "english-docs": "English prose: Python's help topics (0.5 MB)",
-    "hello": "\"hello\" (the lecture's toy)",
+    "tiny-shakespeare": "Tiny Shakespeare (1.1 MB)",
+    "python-stdlib": "Python stdlib code (1 MB)",
+    "english-docs": "English prose (0.5 MB)",
+    "hello": "\"hello\" (the toy)",
 }
+CORPUS_HELP = ("Tiny Shakespeare: 40,000 lines of the plays, downloaded on first use. Python stdlib code: the "
+               "standard library's own source, offline. English prose: Python's help topics (pydoc), offline. "
+               "\"hello\": the lecture's four-character toy, with nothing held out.")
 
 
 def key(name: str) -> str:
@@ -467,7 +473,7 @@ def corpus_picker() -> str | None:
     pending_download = None
     if source == SOURCES[0]:
         name = st.selectbox("Built-in corpus", BUILTIN_CORPORA, format_func=CORPUS_LABELS.get, key=key("builtin"),
-                            **KEEP)
+                            help=CORPUS_HELP, **KEEP)
         if needs_download(name):
             pending_download = name
             if tiny_shakespeare_damaged():

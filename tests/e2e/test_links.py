@@ -85,7 +85,7 @@ def test_live_training_link_restores_the_preset_and_offers_its_own(page, base_ur
     open_app_page(page, base_url, f"char-model-training?preset={quote(preset)}")
     assert page.get_by_role("combobox", name="Preset", exact=True).input_value() == preset
     assert page.get_by_role("combobox", name="Built-in corpus", exact=True).input_value().startswith(
-        "Python standard library source")
+        "Python stdlib code")
     link = copied_link(page, raw=True)
     assert unquote_plus(link).endswith(f"/char-model-training?preset={preset}")
     fresh = page.context.new_page()  # the copied address as it is, in a new tab (a new session)

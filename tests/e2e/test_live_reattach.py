@@ -14,14 +14,15 @@ import pytest
 import torch
 
 from rnnviz.charlm.checkpoint import load_checkpoint
+from rnnviz.ui.live_setup import CORPUS_LABELS
 from tests.e2e.harness import open_app_page, screenshot, streamlit_server, wait_idle
 from tests.e2e.test_live_training import choose, click, no_exception, number, wait_for
 
 URL = "char-model-training"
 QUICK = quote("Quick demo (30 s)")
 TINY_RNN = quote("Tiny vanilla RNN")
-HELLO = "\"hello\" (the lecture's toy)"
-PYTHON = "Python standard library source (1 MB of code)"
+HELLO = CORPUS_LABELS["hello"]
+PYTHON = CORPUS_LABELS["python-stdlib"]
 TTL_S = 6
 VIEW = {"width": 1400, "height": 900}  # a projector's first screen
 TRAIN_TIMEOUT_S = 180

@@ -9,6 +9,7 @@ import pytest
 
 from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.core.runtime import has_native_bf16
+from rnnviz.ui.live_setup import CORPUS_LABELS
 from tests.e2e.harness import open_app_page, screenshot, streamlit_server, wait_idle
 
 URL = "char-model-training"
@@ -59,7 +60,7 @@ def no_exception(page) -> bool:
 
 def test_quick_preset_learns_pauses_and_survives_navigation(page, base_url):
     open_app_page(page, base_url, f"{URL}?preset={QUICK}")
-    choose(page, "Built-in corpus", "Python standard library source (1 MB of code)")
+    choose(page, "Built-in corpus", CORPUS_LABELS["python-stdlib"])
     assert page.get_by_text("Next run trains on python-stdlib").is_visible()
     click(page, "Start")
     uniform = wait_for(lambda: number(page, "Uniform guess"), 60, "the run to start")
@@ -107,7 +108,7 @@ def test_two_sessions_train_and_a_third_waits_for_a_slot(browser, two_slot_serve
         pages = [context.new_page() for context in contexts]
         for page in pages:
             open_app_page(page, two_slot_server, f"{URL}?preset={TINY_RNN}")
-            choose(page, "Built-in corpus", "English prose: Python's help topics (0.5 MB)")
+            choose(page, "Built-in corpus", CORPUS_LABELS["english-docs"])
         for page in pages[:2]:
             click(page, "Start")
             wait_for(lambda p=page: (number(p, "Step") or 0) > 0, 120, "a first session to train")
@@ -130,3 +131,14 @@ def test_two_sessions_train_and_a_third_waits_for_a_slot(browser, two_slot_serve
     finally:
         for context in contexts:
             context.close()
+
+
+def test_every_built_in_corpus_label_shows_whole_in_its_box(page, base_url):
+    """At 1,400 px the corpus box is a third of the settings: a label longer than it was cut ("downloac")."""
+    open_app_page(page, base_url, URL)
+    box = page.get_by_role("combobox", name="Built-in corpus", exact=True)
+    for name, label in CORPUS_LABELS.items():
+        choose(page, "Built-in corpus", label)
+        assert box.input_value() == label
+        shown, room = box.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert shown <= room, f"{name}: the label needs {shown} px, the box shows {room}"

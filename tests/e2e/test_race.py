@@ -4,6 +4,7 @@ trains a chunk with no state carried."""
 
 from playwright.sync_api import expect
 
+from rnnviz.ui.live_setup import CORPUS_LABELS
 from tests.e2e.harness import open_app_page, screenshot, wait_idle
 from tests.e2e.test_live_training import click, no_exception, number, wait_for
 
@@ -54,7 +55,7 @@ def test_a_teacher_races_the_lstm_against_the_gpt(page, base_url):
 def test_a_transformer_trains_on_the_live_page(page, base_url):
     open_app_page(page, base_url, "char-model-training")
     page.locator("[data-testid='stSelectbox']").filter(has_text="Built-in corpus").click()
-    page.get_by_role("option", name="\"hello\" (the lecture's toy)").click()
+    page.get_by_role("option", name=CORPUS_LABELS["hello"]).click()
     wait_idle(page)
     page.locator("[data-testid='stRadio']").filter(has_text="Kind").get_by_text("Transformer", exact=True).click()
     wait_idle(page)

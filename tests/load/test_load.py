@@ -32,6 +32,7 @@ import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from rnnviz.charlm.corpus import load_builtin
+from rnnviz.ui.live_setup import CORPUS_LABELS
 from tests.e2e.harness import SCREENSHOTS, streamlit_server, wait_idle
 from tests.e2e.test_live_training import choose, click, number, wait_for
 
@@ -42,11 +43,6 @@ SESSIONS = 8
 TINY_RNN = quote("Tiny vanilla RNN")
 TRAINING = f"char-model-training?preset={TINY_RNN}"
 OTHERS = ["home", "hand-built-rnn", "gradient-decay", "hidden-cell-explorer", "server-status"]
-CORPUS_LABELS = {
-    "hello": "\"hello\" (the lecture's toy)",
-    "english-docs": "English prose: Python's help topics (0.5 MB)",
-    "python-stdlib": "Python standard library source (1 MB of code)",
-}
 
 
 class HealthPoller:
