@@ -52,8 +52,8 @@ def test_the_lstm_cell_path_by_default_keeps_its_gradient_and_says_what_b_f_1_do
     assert float(metric.value) == pytest.approx(chosen.cell_path[-1], rel=2e-3)
     from rnnviz.figures.gradients import sci
 
-    caption = next(c.value for c in at.caption if "At the usual b_f = 1" in c.value)
-    assert f"f_t averages {common.mean_forget:.2f}" in caption and sci(common.cell_path[-1]) in caption
+    caption = next(c.value for c in at.caption if "At the usual $b_f = 1$" in c.value)
+    assert f"$f_t$ averages {common.mean_forget:.2f}" in caption and sci(common.cell_path[-1]) in caption
 
 
 def test_the_truncated_bptt_accuracy_axis_ends_at_one():

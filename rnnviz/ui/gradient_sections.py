@@ -260,10 +260,11 @@ def lstm_cell_path() -> None:
     m1.metric(f"‖∂c_T/∂c_k‖ at T − k = {config.steps}, LSTM", sci(lstm.cell_path[-1]))
     m2.metric(f"‖∂h_T/∂h_k‖ at T − k = {config.steps}, tanh RNN", sci(rnn.with_tanh[-1]))
     m3.metric("mean forget gate f_t", f"{lstm.mean_forget:.3f}")
-    st.caption(f"At the usual b_f = {COMMON_FORGET_BIAS:g}, f_t averages {common.mean_forget:.2f} and ∏ f_t still "
-               f"falls to {sci(common.cell_path[-1])} over {config.steps} steps: the cell path carries a gradient only "
-               "as far as the forget gates stay near 1. Not a cure: f_t = σ(·) < 1, so over a long enough span the "
-               "product still shrinks, only as slowly as the gates allow.")
+    with controls:
+        st.caption(f"At the usual $b_f = {COMMON_FORGET_BIAS:g}$, $f_t$ averages {common.mean_forget:.2f} and "
+                   f"$\\prod f_t$ still falls to {sci(common.cell_path[-1])} over {config.steps} steps: the cell path "
+                   "carries a gradient only as far as the forget gates stay near 1. Not a cure: $f_t = \\sigma(\\cdot) "
+                   "< 1$, so over a long enough span the product still shrinks, only as slowly as the gates allow.")
 
 
 DRAW: dict[str, Callable[[], None]] = {
