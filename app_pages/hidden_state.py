@@ -4,6 +4,7 @@ Transformer's attention, how far back each one remembers (memory probes) and the
 import streamlit as st
 
 from rnnviz.ui import hidden_state as sections
+from rnnviz.ui import hidden_state_memory as memory
 from rnnviz.ui.race import race_section
 from rnnviz.ui.widgets import page_header
 
@@ -28,10 +29,8 @@ slots = sections.slots()
 with st.expander("The four models: shipped, live-trained, uploaded or raced", icon=":material/info:"):
     sections.choose_models()
     sections.model_table(slots)
-readable = [s for s in slots if s.ids is not None]
-t = sections.choose_step(readable)
-sections.draw_carried(slots, t)
-sections.draw_attention(slots, t)
-sections.draw_probe(slots)
-sections.draw_bottleneck(slots)
+sections.step_through(slots)
+sections.who_attends(slots)
+memory.draw_probe(slots)
+memory.draw_bottleneck(slots)
 race_section()

@@ -1,6 +1,9 @@
 """Hidden state in an RNN, an LSTM, a minGRU and a Transformer: carried sizes from the tensors, memory probes on
 the four shipped english-docs models, the context bottleneck against the ordinary loss, and the page."""
 
+import json
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -11,7 +14,7 @@ from rnnviz.charlm.corpus import load_builtin
 from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.core.charmodel import ModelConfig, build_model
 from rnnviz.interpret import hidden_state as hs
-from rnnviz.ui.hidden_state import SLOTS
+from rnnviz.ui.hidden_state import SLOTS, readers_caption
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/hidden_state.py"
@@ -93,8 +96,32 @@ def test_probe_reads_the_previous_character_far_above_chance(shipped, val_text):
     assert by_name["RNN h_t"].accuracy[0] > 0.8
     assert by_name["LSTM [h_t; c_t]"].accuracy[0] > 0.8
     assert by_name["minGRU h_t"].accuracy[0] > 0.6 > 2 * chance  # measured 0.77: far above chance (0.24)
-    top = max(name for name in by_name if name.startswith("Transformer layer"))
-    assert by_name[top].accuracy[0] > 0.6
+    assert by_name[hs.TOP_VECTOR].accuracy[0] > 0.6
+
+
+def test_the_probe_reads_the_transformers_memory_from_its_kv_cache(shipped, val_text):
+    """What the Transformer carries into t+1 is its K/V cache: the probe's features are the cache's own entries
+    (prefill's keys and values, every layer), x_{t−k} is read from the entry of s = t − k, and it is read
+    there as well k = 8 steps back as 1 (the recurrent states fade); the vector at t is labelled not carried."""
+    gpt = shipped["Transformer"].model
+    block = gpt.block_size
+    ids = shipped["Transformer"].vocab.encode(val_text[:1200])
+    features, position = hs.probe_features(gpt, ids)
+    by_name = {f.name: f for f in features}
+    cache = by_name[hs.KV_CACHE]
+    assert cache.addressed and cache.carried and not by_name[hs.TOP_VECTOR].carried
+    # row s of the second window is that window's cached K and V at s, layer by layer, heads side by side
+    _, kv = gpt.prefill(ids[block : 2 * block].view(1, -1))
+    s = 17
+    expected = torch.cat([z[0, :, s].reshape(-1) for pair in zip(kv.keys, kv.values) for z in pair])
+    np.testing.assert_allclose(cache.values[block + s].numpy(), expected.detach().numpy(), atol=1e-5)
+    assert cache.values.shape[1] == 2 * gpt.config.layers * gpt.config.hidden  # 2·L·C numbers per position
+    assert list(position[: block + 2]) == [*range(block), 0, 1]  # a window's first positions see nothing before
+    curves = hs.probe_memory([gpt, shipped["RNN"].model], ids, hs.ProbeConfig(max_k=8, chars=1200, iterations=25))
+    acc = {c.name: c.accuracy for c in curves}
+    assert min(acc[hs.KV_CACHE]) > 0.9  # every k = 1…8: nothing fades inside the window
+    assert acc[hs.KV_CACHE][-1] > acc["RNN h_t"][-1] + 0.3  # while the RNN's h_t has lost most of x_{t−8}
+    assert {c.name: c.carried for c in curves} == {hs.KV_CACHE: True, hs.TOP_VECTOR: False, "RNN h_t": True}
 
 
 def test_bottleneck_at_full_context_is_the_ordinary_loss(shipped, val_text):
@@ -111,6 +138,21 @@ def test_bottleneck_at_full_context_is_the_ordinary_loss(shipped, val_text):
         logits = model(ids[:-1].view(1, -1))[0][0]
         expected = F.cross_entropy(logits[-1:].double(), ids[-1:]).item()
         assert hs.context_loss(model, ids, len(ids) - 1, len(ids) - 2) == pytest.approx(expected, abs=1e-5)
+
+
+def test_the_readers_of_s_are_the_positions_after_it():
+    """s reading itself is not a later reader; the strongest later reader is found among t > s only."""
+    queries = np.arange(3, 7)  # t = 3 (s itself), 4, 5, 6
+    weights = np.array([[[0.9, 0.1, 0.3, 0.2]], [[0.95, 0.05, 0.6, 0.1]]])  # (L = 2, h = 1, 4)
+    caption = readers_caption(queries, weights, "abcdefg", 3)
+    assert caption.startswith("3 later positions (t > s) can read s = 3 ('d')")
+    assert "t = 5 ('f'), layer 2 head 1, weight 0.60" in caption  # not s itself, whose 0.95 is larger
+    assert readers_caption(np.arange(6, 7), weights[:, :, :1], "abcdefg", 6).startswith("No later position")
+
+
+def test_the_title_names_all_four_models():
+    at = open_page(PAGE, timeout=120)
+    assert at.title[0].value == "Hidden state: RNN, LSTM, minGRU, Transformer"
 
 
 def test_the_page_steps_through_a_sentence_and_fits_the_probe():
@@ -171,6 +213,78 @@ def test_attention_to_s_is_column_s_of_every_later_positions_attention(shipped):
         hs.attention_to(model, ids, len(ids))
 
 
+@pytest.mark.parametrize("kind", ["rnn", "lstm", "mingru", "transformer"])
+def test_the_one_pass_bottleneck_is_each_window_read_from_nothing(kind):
+    """``bottleneck`` reads the text once from every start; each of its values equals ``context_loss``, which
+    reads each window of n on its own."""
+    extra = {"n_head": 2, "block_size": 16} if kind == "transformer" else {}
+    model = small(kind, **extra)
+    ids = torch.randint(0, 11, (60,), generator=torch.Generator().manual_seed(2))
+    lengths = (1, 2, 5, 16)
+    one_pass = hs.bottleneck(model, ids, lengths)
+    assert one_pass == pytest.approx([hs.context_loss(model, ids, n, 15) for n in lengths], abs=1e-5)
+
+
+def test_a_model_trained_with_its_state_carried_reads_worse_from_a_fresh_state():
+    """The reason the page gives for the minGRU's point above ln V: the same minGRU trained with its state
+    carried between chunks (as every recurrent model here) predicts worse from h_0 = 0 after 1 character than
+    one trained from h_0 = 0 in every chunk, while with the whole context read the two are close."""
+    from rnnviz.charlm.train import TrainConfig, Trainer
+
+    corpus = load_builtin("english-docs")
+    _, val = corpus.split()
+    text = corpus.text[len(corpus) - len(val):][:400]
+    losses = {}
+    for reset in (False, True):
+        config = TrainConfig(kind="mingru", layers=1, hidden=64, embed_dim=16, batch=16, seq_len=32, lr=1e-2,
+                             reset_state=reset, device="cpu", seed=0)
+        trainer = Trainer(config, corpus)
+        trainer.run(300)
+        losses[reset] = hs.bottleneck(trainer.model, trainer.vocab.encode(text), (1, 32))
+    carried, fresh = losses[False], losses[True]
+    assert carried[0] > fresh[0] + 0.15  # measured 3.33 against 2.99 nats after 1 character
+    assert abs(carried[1] - fresh[1]) < 0.1  # with 32 characters read: 2.44 and 2.43
+
+
+def test_the_bottleneck_draws_ln_v_and_says_why_the_mingru_is_above_it(shipped, val_text):
+    """The dashed line sits at ln V of the models' vocabulary; the minGRU reading 1 character from h_0 = 0
+    scores above it (the engine's own number), and the page names that point and gives the reason."""
+    at = open_page(PAGE, timeout=180)
+    assert not at.exception
+    vocab_size = shipped["minGRU"].vocab.size
+    uniform = math.log(vocab_size)
+    spec = json.loads(next(c.proto.spec for c in at.get("plotly_chart") if "characters read (log scale)" in
+                           c.proto.spec))
+    lines = [shape for shape in spec["layout"]["shapes"] if shape.get("y0") == shape.get("y1")]
+    assert [shape["y0"] for shape in lines] == [pytest.approx(uniform)]
+    assert any(f"ln {vocab_size} = {uniform:.3f}" in a["text"] for a in spec["layout"]["annotations"])
+    model, vocab = shipped["minGRU"].model, shipped["minGRU"].vocab
+    one_char = hs.bottleneck(model, vocab.encode(val_text[:864]), (1, 64))[0]
+    assert one_char > uniform  # the point the issue saw: worse than the uniform guess
+    text = page_text(at)
+    points = {t["name"]: t for t in spec["data"] if t["mode"] == "lines+markers"}
+    assert points["minGRU"]["y"][0] == pytest.approx(one_char)
+    above = [(name, n, y) for name, trace in points.items() for n, y in zip(trace["x"], trace["y"])
+             if y is not None and y > uniform]
+    assert above  # every point above ln V is named on the page with its loss
+    for name, n, y in above:
+        assert f"the {name} at n = {n}: {y:.3f} against ln {vocab_size} = {uniform:.3f}" in text
+    assert "trained with their state carried from one chunk of text to the next" in text
+    assert "a fresh h_0 = 0 is a start they met only at their very first step" in text
+
+
+def test_the_probe_on_the_page_reads_the_kv_cache_and_says_the_vector_at_t_is_not_carried():
+    at = open_page(PAGE, timeout=180)
+    at.button(key="hidden_state_probe_button").click().run()
+    assert not at.exception
+    spec = json.loads(next(c.proto.spec for c in at.get("plotly_chart") if "held-out accuracy" in c.proto.spec))
+    names = [t["name"] for t in spec["data"]]
+    assert hs.KV_CACHE in names and f"{hs.TOP_VECTOR} (computed at t, not carried)" in names
+    assert not any(name.startswith("Transformer layer") or "embedding" in name for name in names)
+    text = page_text(at)
+    assert "Attention does not forget inside its window" in text and "K/V cache" in text
+
+
 def test_bottleneck_beyond_a_transformers_context_is_nan():
     torch.manual_seed(0)
     model = build_model(ModelConfig(vocab_size=11, kind="transformer", hidden=8, layers=1, n_head=2,
@@ -189,6 +303,9 @@ def test_the_page_shows_who_attends_to_a_picked_character():
     sentence = at.text_input(key="hidden_state_sentence").value
     text = page_text(at)
     assert f"can read s = 4 ({sentence[4]!r})" in text
+    # by hand: the sentence is shorter than the context, so every t after s sees it: t = 5 … len − 1
+    later = len(sentence) - 1 - 4
+    assert f"{later} later positions (t > s) can read s = 4" in text
     spec = next(c.proto.spec for c in at.get("plotly_chart") if "later character t that reads s = 4" in c.proto.spec)
     assert "layer 1 head 1" in spec
 

@@ -3,6 +3,7 @@ position, memory-probe accuracy against k, and the loss against the context read
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,13 +15,14 @@ from rnnviz.interpret.hidden_state import Carried, ProbeCurve
 
 MODEL_COLOURS = {"rnn": PALETTE["input"], "lstm": PALETTE["hidden"], "gru": PALETTE["weight"],
                  "mingru": "#9d755d", "transformer": PALETTE["output"]}  # minGRU brown: orange marks t
+STRIP_HEIGHT = 300  # the tallest heat strip (a K/V cache), px: with the t slider, all four fit on a 900 px screen
 
 
 def _colour(name: str) -> str:
     return next((c for kind, c in MODEL_COLOURS.items() if name.lower().startswith(kind)), PALETTE["theory"])
 
 
-def carried_figure(carried: Carried, title: str) -> go.Figure:
+def carried_figure(carried: Carried, title: str = "") -> go.Figure:
     """Each carried tensor as a heat strip: one row per vector (h, c) or per cached position (the K and V rows
     of positions s = window start…t). Each tensor is coloured relative to its own largest |value| (shown in
     its label), so a small h_t beside a large c_t stays visible; hovering gives the raw value."""
@@ -35,7 +37,8 @@ def carried_figure(carried: Carried, title: str) -> go.Figure:
         raw.extend(values)
         scaled.extend(values / peak)
     width = max(len(r) for r in raw)
-    z, custom = np.full((len(raw), width), np.nan), np.full((len(raw), width), np.nan)
+    # float32: the figure goes to the browser as binary arrays, and a K/V cache is thousands of cells
+    z, custom = np.full((len(raw), width), np.nan, np.float32), np.full((len(raw), width), np.nan, np.float32)
     for i, (row, row_scaled) in enumerate(zip(raw, scaled)):
         custom[i, : len(row)] = row
         z[i, : len(row)] = row_scaled
@@ -47,8 +50,13 @@ def carried_figure(carried: Carried, title: str) -> go.Figure:
     fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=tick_rows, ticktext=ticks,
                      tickfont=dict(size=12))
     fig.update_xaxes(title_text="unit")
-    fig.update_layout(title=dict(text=title, font=dict(size=15)))
-    return house_style(fig, height=min(150 + 10 * len(raw), 460))
+    house_style(fig, height=min(110 + 10 * len(raw), STRIP_HEIGHT))
+    if title:
+        fig.update_layout(title=dict(text=title, font=dict(size=15)))
+    else:  # named by the page right above it: no room spent on a title
+        fig.update_layout(margin=dict(t=10))
+    return fig
+
 
 
 def carried_bytes_figure(curves: dict[str, np.ndarray], text: str, t: int) -> go.Figure:
@@ -128,27 +136,37 @@ def character_strip(text: str, selected: int | None = None) -> go.Figure:
 
 
 def probe_figure(curves: Sequence[ProbeCurve]) -> go.Figure:
-    """Held-out probe accuracy against k, one line per feature, the chance level dashed."""
+    """Held-out probe accuracy against k, one line per feature (dotted: a vector computed at t that the model does
+    not carry into t+1), the chance level dashed."""
     fig = go.Figure()
     for curve in curves:
-        dash = "dot" if "embedding" in curve.name else "dashdot" if "layer 1" in curve.name else "solid"
-        fig.add_trace(go.Scatter(x=curve.k, y=curve.accuracy, mode="lines+markers", name=curve.name,
-                                 line=dict(color=_colour(curve.name), width=2.5, dash=dash),
-                                 hovertemplate=f"{curve.name}: k = %{{x}}, accuracy %{{y:.2f}}<extra></extra>"))
+        name = curve.name if curve.carried else f"{curve.name} (computed at t, not carried)"
+        fig.add_trace(go.Scatter(x=curve.k, y=curve.accuracy, mode="lines+markers", name=name,
+                                 line=dict(color=_colour(curve.name), width=2.5,
+                                           dash="solid" if curve.carried else "dot"),
+                                 hovertemplate=f"{name}: k = %{{x}}, accuracy %{{y:.2f}}<extra></extra>"))
     if curves:
         chance = np.mean([c.chance for c in curves], axis=0)
         fig.add_trace(go.Scatter(x=curves[0].k, y=chance, mode="lines", name="chance (most common character)",
                                  line=dict(color=PALETTE["theory"], dash="dash")))
     fig.update_xaxes(title_text="k: read the character k steps back", dtick=1)
     fig.update_yaxes(title_text="held-out accuracy", range=[0, 1.02])
-    return house_style(fig, height=400)
+    fig.update_layout(legend=dict(orientation="h", y=-0.2, yanchor="top"))
+    return house_style(fig, height=460)
 
 
-def bottleneck_figure(lengths: Sequence[int], losses: dict[str, Sequence[float]],
+def bottleneck_figure(lengths: Sequence[int], losses: dict[str, Sequence[float]], vocab_sizes: Sequence[int],
                       reference: dict[str, float] | None = None) -> go.Figure:
     """Next-character loss against n, the characters read, one line per model; ``reference`` (dotted) is each
-    model's loss on the same positions read as it ordinarily reads a text (state carried, or sliding window)."""
+    model's loss on the same positions read as it ordinarily reads a text (state carried, or sliding window).
+    Dashed: the uniform guess over the V characters, ln V, for each vocabulary size V of the models (one, as a
+    rule): a point above it does worse than guessing blindly."""
     fig = go.Figure()
+    for vocab_size in sorted(set(vocab_sizes)):
+        uniform = math.log(vocab_size)
+        fig.add_hline(y=uniform, line=dict(color=PALETTE["theory"], dash="dash", width=2),
+                      annotation_text=f"uniform guess: ln V = ln {vocab_size} = {uniform:.3f}",
+                      annotation_position="top right", annotation_font=dict(color=PALETTE["theory"]))
     for name, values in losses.items():
         fig.add_trace(go.Scatter(x=list(lengths), y=list(values), mode="lines+markers", name=name,
                                  line=dict(color=_colour(name), width=2.5),

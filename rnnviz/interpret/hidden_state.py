@@ -13,13 +13,18 @@ so the recurrent models carry a fixed size and the Transformer a cache that grow
 context of ``block_size`` positions is full: then the window slides and the cache stays at its full size).
 Every size here is measured from the tensors themselves (numel × element_size).
 
-**Memory probe.** For k = 1…K, a linear softmax probe p(x_{t−k} | z_t) = softmax(W z_t + b) is fitted on
-features z_t (the RNN's and the minGRU's h_t; the LSTM's [h_t; c_t]; the Transformer's residual vector x_t⁽ℓ⁾ at
-position t of layer ℓ) to read the character k steps back; its accuracy on held-out positions, against the chance
-level of always answering the most common character, says how far back each state still holds the text.
+**Memory probe.** For k = 1…K, a linear softmax probe p(x_{t−k} | z) = softmax(W z + b) is fitted to read the
+character k steps back from what each model carries into step t+1: the RNN's and the minGRU's h_t, the LSTM's
+[h_t; c_t], and the Transformer's K/V cache, whose entry for position s = t − k (its keys and values in every
+layer, 2·L·C numbers) is where that character is kept. Beside it, the Transformer's vector x_t⁽ᴸ⁾ after its last
+layer at position t: what it passes up to the readout, not what it keeps. The accuracy on held-out positions,
+against the chance level of always answering the most common character, says how far back each one still holds
+the text.
 
 **Bottleneck.** The next-character loss −log p(x_{t+1} | x_{t−n+1}…x_t) when the model reads only the last n
-characters (from a fresh state, or a window of n for the Transformer), for n = 1…N.
+characters (from a fresh state h_0 = 0, or a window of n for the Transformer), for n = 1…N. The recurrent models
+of this project train with their state carried from chunk to chunk, so a fresh h_0 = 0 is a start they met only
+once, at their first step: at small n their loss says that as well as how much the n characters tell.
 
 No streamlit here: pages call these functions and plot what they return.
 """
@@ -184,20 +189,45 @@ class ProbeConfig:
 class ProbeCurve:
     """Held-out accuracy of reading x_{t−k} from one feature, for k = 1…K."""
 
-    name: str  # "RNN h_t", "LSTM [h_t; c_t]", "Transformer layer 2", …
+    name: str  # "RNN h_t", "LSTM [h_t; c_t]", "Transformer K/V cache", …
     k: tuple[int, ...]
     accuracy: tuple[float, ...]  # held-out accuracy for each k
     chance: tuple[float, ...]  # held-out accuracy of answering the training split's most common character
+    carried: bool = True  # False: a vector the model computes at t but does not carry into t+1
+
+
+KV_CACHE = "Transformer K/V cache"
+TOP_VECTOR = "Transformer x_t after its last layer"
+
+
+@dataclass(frozen=True)
+class ProbeFeature:
+    """What a probe reads: ``values`` (T, D), one row per position of the text."""
+
+    name: str
+    values: Tensor  # (T, D)
+    addressed: bool = False  # True: x_{t−k} is read from row t − k (a cache entry), else from row t
+    carried: bool = True  # False: computed at t, not carried into t+1
 
 
 @torch.no_grad()
-def probe_features(model: Model, ids: Tensor) -> tuple[list[tuple[str, Tensor]], Tensor]:
-    """(named features, mask): each feature (T, D) at every position of ids (1-D); ``mask[t, k−1]`` is False
-    where x_{t−k} is out of the model's view (before the text, or before a Transformer window's start).
+def kv_rows(model: CharTransformer, windows: Tensor) -> Tensor:
+    """The K/V cache of each window (W, block) as one row per position: (W·block, 2·L·C), the keys and values
+    that every layer stored for that position, heads side by side (what ``prefill`` keeps for sampling)."""
+    _, cache = model.prefill(windows)
+    parts = [z.transpose(1, 2).flatten(2) for pair in zip(cache.keys, cache.values) for z in pair]  # (W, block, C)
+    return torch.cat(parts, dim=2).reshape(-1, 2 * len(cache.keys) * parts[0].size(2))  # (W·block, 2·L·C)
 
-    Recurrent: the trace of the whole text, h of every layer (and c for an LSTM) side by side.
-    Transformer: the text in consecutive windows of ``block_size``; the residual x_t⁽ℓ⁾ of each layer ℓ = 0…L
-    (ℓ = 0 is the embedding E[x_t] + P[t], which holds no earlier character)."""
+
+@torch.no_grad()
+def probe_features(model: Model, ids: Tensor) -> tuple[list[ProbeFeature], Tensor]:
+    """(features, position): each feature's rows at every position of ids (1-D), and each position's index in
+    its view (x_{t−k} is in view where position[t] ≥ k: after the text's start, or a Transformer window's start).
+
+    Recurrent: the trace of the whole text, h of every layer (and c for an LSTM) side by side: what it carries.
+    Transformer: the text in consecutive windows of ``block_size``; its K/V cache, one row per position s (the
+    probe for k reads row s = t − k, which the cache holds for every s in the window), and the vector x_t⁽ᴸ⁾
+    after its last layer at t (computed at t, not carried)."""
     model.eval()
     t_len = len(ids)
     if isinstance(model, CharTransformer):
@@ -205,18 +235,17 @@ def probe_features(model: Model, ids: Tensor) -> tuple[list[tuple[str, Tensor]],
         usable = (t_len // block) * block
         windows = ids[:usable].view(-1, block)  # (W, block)
         _, trace = model.trace(windows)
-        residual = trace.residual  # (L + 1, W, block, C)
-        feats = [(f"Transformer layer {layer}" if layer else "Transformer embedding",
-                  residual[layer].reshape(usable, -1)) for layer in range(residual.size(0))]
-        position = torch.arange(usable) % block  # position inside its window
-        return feats, position
+        top = trace.residual[-1].reshape(usable, -1)  # (W·block, C)
+        feats = [ProbeFeature(KV_CACHE, kv_rows(model, windows), addressed=True),
+                 ProbeFeature(TOP_VECTOR, top, carried=False)]
+        return feats, torch.arange(usable) % block  # position inside its window
     _, trace = model.trace(ids.view(1, -1))
     kind = kind_label(model.config.kind)
     h = trace["h"][:, :, 0].permute(1, 0, 2).reshape(t_len, -1)  # (T, L·H)
     if model.config.kind == "lstm":
         c = trace["c"][:, :, 0].permute(1, 0, 2).reshape(t_len, -1)  # (T, L·H)
-        return [(f"{kind} [h_t; c_t]", torch.cat([h, c], dim=1))], torch.arange(t_len)
-    return [(f"{kind} h_t", h)], torch.arange(t_len)
+        return [ProbeFeature(f"{kind} [h_t; c_t]", torch.cat([h, c], dim=1))], torch.arange(t_len)
+    return [ProbeFeature(f"{kind} h_t", h)], torch.arange(t_len)
 
 
 def fit_probe(x_train: Tensor, y_train: Tensor, classes: int, config: ProbeConfig) -> tuple[Tensor, Tensor]:
@@ -243,15 +272,17 @@ def probe_memory(models: Sequence[Model], ids: Tensor, config: ProbeConfig = Pro
 
     Positions are split in order: the first ``train_fraction`` fit, the rest are held out. Only positions with
     x_{t−k} in view count (t ≥ k, and for a Transformer k ≤ its position in the window). Features are
-    standardised with the training split's mean and standard deviation."""
+    standardised with the training split's mean and standard deviation. An addressed feature (the K/V cache)
+    is read at row t − k: the entry the cache holds for that character."""
     ids = ids[: config.chars]
     jobs = []
     for model in models:
         feats, position = probe_features(model, ids)
-        jobs += [(name, z, position) for name, z in feats]
+        jobs += [(feature, position) for feature in feats]
     total, done = len(jobs) * config.max_k, 0
     curves = []
-    for name, z, position in jobs:
+    for feature, position in jobs:
+        z, name = feature.values, feature.name
         n = z.size(0)
         split = int(config.train_fraction * n)
         mean, std = z[:split].mean(0), z[:split].std(0) + 1e-6
@@ -262,18 +293,20 @@ def probe_memory(models: Sequence[Model], ids: Tensor, config: ProbeConfig = Pro
             keep = position >= k  # x_{t−k} in view
             target = torch.full((n,), -1, dtype=torch.long)
             target[k:] = ids[: n - k]
+            read = torch.roll(z, k, dims=0) if feature.addressed else z  # row t − k at t (rows t < k: not kept)
             train, test = keep & (t < split), keep & (t >= split)
             y_train, y_test = target[train], target[test]
             classes = int(ids.max()) + 1
-            w, b = fit_probe(z[train], y_train, classes, config)
-            predicted = (z[test] @ w + b).argmax(1)
+            w, b = fit_probe(read[train], y_train, classes, config)
+            predicted = (read[test] @ w + b).argmax(1)
             accuracy.append(float((predicted == y_test).float().mean()))
             majority = int(torch.bincount(y_train, minlength=classes).argmax())
             chance.append(float((y_test == majority).float().mean()))
             done += 1
             if progress:
                 progress(done / total, f"{name}: k = {k}")
-        curves.append(ProbeCurve(name, tuple(range(1, config.max_k + 1)), tuple(accuracy), tuple(chance)))
+        curves.append(ProbeCurve(name, tuple(range(1, config.max_k + 1)), tuple(accuracy), tuple(chance),
+                                 feature.carried))
     return curves
 
 
@@ -309,10 +342,28 @@ def ordinary_loss(model: Model, ids: Tensor, first: int) -> float:
     return float(F.cross_entropy(logits[t].double(), ids[t + 1], reduction="mean"))
 
 
+@torch.no_grad()
 def bottleneck(model: Model, ids: Tensor, lengths: Sequence[int]) -> list[float]:
     """``context_loss`` for each n in ``lengths``, all scored on the same positions t ≥ max(lengths) − 1; NaN
-    for an n beyond a Transformer's context (it cannot read that many characters at once)."""
+    for an n beyond a Transformer's context (it cannot read that many characters at once).
+
+    One forward pass serves every n: the text read from a fresh start at every position s, N characters at a
+    time (N the largest n it can read). Both kinds are causal, so output j of the read that starts at s is the
+    prediction from x_s…x_{s+j} alone: the window of n = j + 1 that ends at t = s + j."""
     first = max(lengths) - 1
-    limit = model.block_size if isinstance(model, CharTransformer) else None
-    return [float("nan") if limit is not None and n > limit else context_loss(model, ids, n, first)
-            for n in lengths]
+    limit = model.block_size if isinstance(model, CharTransformer) else max(lengths)
+    span = min(max(lengths), limit)  # N
+    model.eval()
+    t = torch.arange(first, len(ids) - 1)  # positions scored, (M,)
+    padded = torch.cat([ids, ids.new_zeros(span)])  # reads near the end run past it; their outputs go unused
+    starts = torch.arange(first - span + 1, len(ids) - 1)  # every s a scored window may start at
+    reads = padded[starts.view(-1, 1) + torch.arange(span)]  # (S, N)
+    logits = torch.cat([model(r)[0] for r in reads.split(512)])  # (S, N, V)
+    out = []
+    for n in lengths:
+        if n > span:
+            out.append(float("nan"))
+            continue
+        rows = logits[t - n + 1 - starts[0], n - 1]  # (M, V): the window of n ending at each t
+        out.append(float(F.cross_entropy(rows.double(), ids[t + 1], reduction="mean")))
+    return out

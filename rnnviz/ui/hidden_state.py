@@ -1,16 +1,17 @@
 """Sections of the hidden-state page: what an RNN, an LSTM, a minGRU and a Transformer carry into the next step,
-the Transformer's attention (from a position, and to a clicked character), memory probes and the context
-bottleneck. Each of the four slots holds a shipped english-docs model by default, or this session's
-live-trained model, an uploaded checkpoint, or a model of this session's race.
+and the Transformer's attention (from a position, and to a clicked character); the memory probes and the context
+bottleneck are in ``hidden_state_memory``. Each of the four slots holds a shipped english-docs model by default,
+or this session's live-trained model, an uploaded checkpoint, or a model of this session's race.
 
 Figures of shipped models are built once per process and shared by every session (``shared_figure``); figures
 of a session's own models are kept in that session only (``_session_value``), keyed by the model and its step.
+A step of t reruns only the fragment that draws what t moves (the t slider sits right above the four strips), and
+what depends only on the models and the sentence (the bytes curves) is not computed again for each t.
 """
 
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ import streamlit as st
 import torch
 
 from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint
-from rnnviz.charlm.corpus import UnknownCharactersError, Vocab, load_builtin
+from rnnviz.charlm.corpus import UnknownCharactersError, Vocab
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret import hidden_state as hs
 from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY, pretrained_checkpoints
@@ -32,12 +33,9 @@ SENTENCE = f"{PAGE}_sentence"
 STEP = f"{PAGE}_t"
 ATTENDED = f"{PAGE}_s"  # the character whose readers are shown
 STRIP = f"{PAGE}_strip"  # the clickable character strip
-PROBE_RUN = f"{PAGE}_probe_run"
 UPLOAD, UPLOAD_ERROR = f"{PAGE}_upload", f"{PAGE}_upload_error"
 MEMO = f"{PAGE}_memo"  # this session's figures and values of its own models
-PROBES = f"{PAGE}_probes"  # this session's probe results of its own models
 MEMO_ENTRIES = 48
-CORPUS = "english-docs"
 # The four shipped models of rnnviz/assets/models/MODELS.md this page compares, by file stem.
 SLOTS = {"RNN": "rnn-english-docs", "LSTM": "lstm-small-english-docs", "minGRU": "mingru-english-docs",
          "Transformer": "transformer-english-docs"}
@@ -50,9 +48,6 @@ MINGRU_TRADE = (r"Its gate $z_t$ and candidate $\tilde h_t$ read $x_t$ only, nev
                 "trains across all $t$ at once.")
 SOURCE_LABELS = {"shipped": "shipped", "live": "live-trained", "uploaded": "uploaded", "race": "from the race"}
 DEFAULT_SENTENCE = "The function returns a list of the values, in order."
-PROBE = hs.ProbeConfig()
-LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
-BOTTLENECK_CHARS = 800  # val characters scored in the bottleneck (positions ≥ max n − 1)
 
 
 def source_key(name: str) -> str:
@@ -70,6 +65,7 @@ class Candidate:
     step: int
     key: Hashable  # the shipped file stem (figures shared by every session), else (source, id, step)
     file: str  # for the table: the shipped file, or where it came from
+    carries_state: bool = False  # trained with its state carried from chunk to chunk (TrainConfig.carries_state)
 
     @property
     def shared(self) -> bool:
@@ -124,25 +120,28 @@ def candidates(slot: str) -> list[Candidate]:
     shipped = pretrained_checkpoints().get(SLOTS[slot])
     if shipped is not None:
         found.append(Candidate("shipped", f"shipped: {SLOTS[slot]}.pt", shipped.model, shipped.vocab, shipped.step,
-                               SLOTS[slot], f"{SLOTS[slot]}.pt"))
+                               SLOTS[slot], f"{SLOTS[slot]}.pt", shipped.config.carries_state))
     state = st.session_state
     run = state.get(LIVE_RUN_KEY)
     if run is not None and run.trainer.step > 0 and run.trainer.config.kind in kinds:
         trainer = run.trainer
         model = _frozen_copy(id(run), trainer.step, trainer.model, run.lock)
         found.append(Candidate("live", f"live-trained on {run.corpus_name}, step {trainer.step:,}", model,
-                               trainer.vocab, trainer.step, ("live", id(run), trainer.step), "live page"))
+                               trainer.vocab, trainer.step, ("live", id(run), trainer.step), "live page",
+                               trainer.config.carries_state))
     uploaded = state.get(UPLOADED_KEY)
     if uploaded is not None and uploaded.config.kind in kinds:
         found.append(Candidate("uploaded", f"uploaded ({uploaded.corpus}, step {uploaded.step:,})", uploaded.model,
-                               uploaded.vocab, uploaded.step, ("uploaded", id(uploaded), uploaded.step), "upload"))
+                               uploaded.vocab, uploaded.step, ("uploaded", id(uploaded), uploaded.step), "upload",
+                               uploaded.config.carries_state))
     runner = current_runner()
     if runner is not None and not runner.is_active:
         for name, trainer in runner.race.trainers.items():
             if trainer.step > 0 and trainer.config.kind in kinds:
                 model = _frozen_copy(id(trainer), trainer.step, trainer.model)
                 found.append(Candidate("race", f"the race's {name}, step {trainer.step:,}", model, trainer.vocab,
-                                       trainer.step, ("race", id(trainer), trainer.step), "race"))
+                                       trainer.step, ("race", id(trainer), trainer.step), "race",
+                                       trainer.config.carries_state))
     return found
 
 
@@ -187,7 +186,7 @@ def choose_models() -> None:
 
 def slots() -> list[Slot]:
     """The model in each slot, with the sentence read by its vocabulary; stops the page when there is none."""
-    sentence = st.session_state.get(SENTENCE, DEFAULT_SENTENCE)
+    text = sentence()
     out = []
     for name in SLOTS:
         options = {c.source: c for c in candidates(name)}
@@ -195,7 +194,7 @@ def slots() -> list[Slot]:
         if chosen is None:
             continue
         try:
-            out.append(Slot(name, chosen, chosen.vocab.encode(sentence), None))
+            out.append(Slot(name, chosen, chosen.vocab.encode(text), None))
         except UnknownCharactersError as err:
             missing = ", ".join(repr(c) for c in err.chars)
             out.append(Slot(name, chosen, None, f"The {name}'s vocabulary lacks {missing}: it cannot read this "
@@ -203,7 +202,7 @@ def slots() -> list[Slot]:
     if not out:
         st.error("The shipped models of this page are missing from rnnviz/assets/models/.")
         st.stop()
-    if not sentence:
+    if not text:
         st.info("Type a sentence above to step through it.", icon=":material/edit:")
         st.stop()
     return out
@@ -240,6 +239,10 @@ def choose_sentence() -> None:
     st.text_input("A sentence to step through", value=DEFAULT_SENTENCE, key=SENTENCE, max_chars=300)
 
 
+def sentence() -> str:
+    return st.session_state.get(SENTENCE, DEFAULT_SENTENCE)
+
+
 def choose_step(readable: list[Slot]) -> int:
     length = max((len(s.ids) for s in readable), default=1)
     if length < 2:
@@ -257,43 +260,54 @@ def sizes_caption(carried: hs.Carried) -> str:
     return f"**{carried.numel:,} numbers, {carried.nbytes:,} bytes**: " + ", ".join(parts)
 
 
-def _carried_fig(name: str, model, ids: torch.Tensor, t: int) -> object:
+def _carried_at(model, ids: torch.Tensor, t: int) -> tuple[str, int, object]:
+    """(sizes caption, window start, heat-strip figure) of what ``model`` carries after reading ids[0…t]."""
     carried, _ = hs.carried_state(model, ids, t)
-    return fig.carried_figure(carried, f"{name}: what it carries into t+1")
+    return sizes_caption(carried), carried.window_start, fig.carried_figure(carried)
+
+
+@st.fragment
+def step_through(slot_list: list[Slot]) -> None:
+    """The t slider, right above what it moves: the four carried states, the bytes against t and the
+    Transformer's attention at t. A step of t reruns this fragment only."""
+    st.subheader("What each model carries into step t+1")
+    t = choose_step([s for s in slot_list if s.ids is not None])
+    draw_carried(slot_list, t)
+    draw_attention_at(slot_list, t)
 
 
 def draw_carried(slot_list: list[Slot], t: int) -> None:
-    """One column per model: its carried tensors with sizes, as heat strips."""
-    st.subheader("What each model carries into step t+1")
-    sentence = st.session_state.get(SENTENCE, DEFAULT_SENTENCE)
-    following = literal(repr(sentence[t + 1])) if t + 1 < len(sentence) else "the end"
-    st.markdown(f"Read so far (t = {t}): “{literal(sentence[: t + 1])}” — next comes {following}.")
+    """One column per model: its carried tensors with sizes, as heat strips; then the bytes against t."""
+    text = sentence()
+    following = literal(repr(text[t + 1])) if t + 1 < len(text) else "the end"
+    st.markdown(f"Read so far (t = {t}): “{literal(text[: t + 1])}” — next comes {following}.")
     for slot in slot_list:
         if slot.error:
             st.error(literal(slot.error), icon=":material/block:")
     for col, slot in zip(_grid(len(slot_list)), slot_list):
         with col:
             origin = "" if slot.shared else f", {SOURCE_LABELS[slot.candidate.source]}"
-            st.markdown(f"**{slot.name}** ({params(slot):,} parameters{origin})")
+            st.markdown(f"**{slot.name}** ({params(slot):,} parameters{origin}): what it carries into t+1")
             if slot.ids is None:
                 st.caption("Cannot read this sentence.")
                 continue
             tt = min(t, len(slot.ids) - 1)
-            carried, _ = hs.carried_state(slot.model, slot.ids, tt)
-            st.markdown(sizes_caption(carried))
-            if carried.window_start > 0:
+            caption, window_start, strips = slot_value(_carried_at, [slot], slot.model, slot.ids, tt,
+                                                       key=("carried", tt, text))
+            st.markdown(caption)
+            if window_start > 0:
                 st.warning(f"The sentence is longer than this Transformer's context of "
                            f"{slot.model.block_size} characters: its window starts at position "
-                           f"{carried.window_start} ({literal(repr(sentence[carried.window_start]))}).",
-                           icon=":material/crop:")
-            plot(slot_value(_carried_fig, [slot], slot.name, slot.model, slot.ids, tt, key=("carried", tt, sentence)),
-                 key=f"{PAGE}_carried_{slot.name}")
+                           f"{window_start} ({literal(repr(text[window_start]))}).", icon=":material/crop:")
+            plot(strips, key=f"{PAGE}_carried_{slot.name}")
             if slot.model.config.kind == "mingru":
                 st.caption(MINGRU_TRADE)
     readable = [s for s in slot_list if s.ids is not None]
     if readable:
-        plot(slot_value(_bytes_fig, readable, [(s.name, s.model, s.ids) for s in readable], sentence, t,
-                        key=("bytes", sentence, t)), key=f"{PAGE}_bytes")
+        models = [(s.name, s.model, s.ids) for s in readable]
+        curves = slot_value(_bytes_curves, readable, models, key=("bytes", text))
+        plot(slot_value(fig.carried_bytes_figure, readable, curves, text, t, key=("bytes", text, t)),
+             key=f"{PAGE}_bytes")
         st.caption("Measured from the tensors after every character: the RNN's h_t, the LSTM's h_t and c_t and "
                    "the minGRU's h_t (one per layer) stay the same size; the Transformer's K and V cache grows by "
                    "2·L·C numbers per character (until its context is full).")
@@ -306,19 +320,19 @@ def _grid(count: int) -> list:
     return [col for start in range(0, count, PER_ROW) for col in st.columns(PER_ROW)][:count]
 
 
-def _bytes_fig(models: list[tuple[str, Any, torch.Tensor]], sentence: str, t: int):
-    curves = {name: hs.carried_bytes_curve(model, ids) for name, model, ids in models}
-    return fig.carried_bytes_figure(curves, sentence, t)
+def _bytes_curves(models: list[tuple[str, Any, torch.Tensor]]) -> dict[str, np.ndarray]:
+    """Bytes carried after every character of the sentence, per model: the same for every t, so built once."""
+    return {name: hs.carried_bytes_curve(model, ids) for name, model, ids in models}
 
 
-def _attention_fig(model, ids: torch.Tensor, sentence: str, t: int):
+def _attention_fig(model, ids: torch.Tensor, text: str, t: int):
     start, weights = hs.attention_at(model, ids, t)
-    return fig.attention_figure(weights, sentence, start)
+    return fig.attention_figure(weights, text, start)
 
 
-def _attended_fig(model, ids: torch.Tensor, sentence: str, s: int):
+def _attended(model, ids: torch.Tensor, text: str, s: int) -> tuple[np.ndarray, np.ndarray, object]:
     queries, weights = hs.attention_to(model, ids, s)
-    return fig.attended_figure(queries, weights, sentence, s)
+    return queries, weights, fig.attended_figure(queries, weights, text, s)
 
 
 def _on_strip_click() -> None:
@@ -329,131 +343,64 @@ def _on_strip_click() -> None:
         st.session_state[ATTENDED] = int(points[0]["x"])
 
 
-def draw_attention(slot_list: list[Slot], t: int) -> None:
-    """The Transformer's attention from position t over the characters it may read, per layer and head; then,
-    for a character s the user clicks or picks, who attends to it."""
+def _transformer(slot_list: list[Slot]) -> Slot | None:
     slot = next((s for s in slot_list if s.name == "Transformer"), None)
+    return slot if slot is not None and slot.ids is not None else None
+
+
+def draw_attention_at(slot_list: list[Slot], t: int) -> None:
+    """The Transformer's attention from position t over the characters it may read, per layer and head."""
     st.subheader("The Transformer's attention at t")
-    if slot is None or slot.ids is None:
+    slot = _transformer(slot_list)
+    if slot is None:
         st.info("The Transformer cannot read this sentence (see the message above).")
         return
-    sentence = st.session_state.get(SENTENCE, DEFAULT_SENTENCE)
+    text = sentence()
     tt = min(t, len(slot.ids) - 1)
-    st.markdown(f"Row (layer, head): how much position t = {tt} ({literal(repr(sentence[tt]))}) reads each earlier "
+    st.markdown(f"Row (layer, head): how much position t = {tt} ({literal(repr(text[tt]))}) reads each earlier "
                 "character s ≤ t; each row sums to 1. Nothing after t is visible (the causal mask).")
-    plot(slot_value(_attention_fig, [slot], slot.model, slot.ids, sentence, tt, key=("attention", sentence, tt)),
+    plot(slot_value(_attention_fig, [slot], slot.model, slot.ids, text, tt, key=("attention", text, tt)),
          key=f"{PAGE}_attention")
 
+
+def readers_caption(queries: np.ndarray, weights: np.ndarray, text: str, s: int) -> str:
+    """Who reads s, in words: the later positions t > s whose window holds s (s reading itself is not one of
+    them), and the strongest of them."""
+    later = [i for i, t in enumerate(queries) if t > s]
+    shown = literal(repr(text[s]))
+    if not later:
+        return (f"No later position reads s = {s} ({shown}): it is the last character, and only it reads itself. "
+                "A row need not sum to 1: each reader spreads its own attention over every s ≤ t.")
+    sub = weights[:, :, later]  # (L, h, later)
+    layer, head, column = (int(x) for x in np.unravel_index(int(np.argmax(sub)), sub.shape))
+    t = int(queries[later[column]])
+    return (f"{len(later)} later position{'s' if len(later) != 1 else ''} (t > s) can read s = {s} ({shown}); "
+            f"s also reads itself. The strongest later reader: t = {t} ({literal(repr(text[t]))}), layer "
+            f"{layer + 1} head {head + 1}, weight {float(sub[layer, head, column]):.2f}. A row need not sum to 1: "
+            "each reader spreads its own attention over every s ≤ t.")
+
+
+@st.fragment
+def who_attends(slot_list: list[Slot]) -> None:
+    """For a character s the user clicks or picks, who attends to it; a pick reruns this fragment only."""
+    slot = _transformer(slot_list)
+    if slot is None:
+        return
+    text = sentence()
     st.markdown("**Who attends to a character?** Click one below (or pick it with the slider): each later position "
                 "t that can still see it, and how much of its attention goes there, per layer and head.")
     n = len(slot.ids)
     if st.session_state.get(ATTENDED) is None or st.session_state[ATTENDED] > n - 1:
-        st.session_state[ATTENDED] = min(tt, n - 1)
+        st.session_state[ATTENDED] = min(st.session_state.get(STEP, 0), n - 1)
     s = st.session_state[ATTENDED]
-    st.plotly_chart(fig.character_strip(sentence[:n], s), key=STRIP, on_select=_on_strip_click,
+    st.plotly_chart(fig.character_strip(text[:n], s), key=STRIP, on_select=_on_strip_click,
                     selection_mode="points", config={"displayModeBar": False}, width="stretch")
     if n > 1:
         s = st.select_slider("s: the character attended to", options=list(range(n)), key=ATTENDED,
-                             format_func=lambda i: f"{i}: {sentence[i]!r}")
-    queries, weights = hs.attention_to(slot.model, slot.ids, s)
-    strongest = np.unravel_index(int(np.argmax(weights)), weights.shape)
-    layer, head, column = (int(x) for x in strongest)
-    st.caption(f"{len(queries)} later position{'s' if len(queries) != 1 else ''} can read s = {s} "
-               f"({literal(repr(sentence[s]))}). The strongest reader: t = {int(queries[column])} "
-               f"({literal(repr(sentence[int(queries[column])]))}), layer {layer + 1} head {head + 1}, weight "
-               f"{float(weights[layer, head, column]):.2f}. A row need not sum to 1: each reader spreads its own "
-               "attention over every s ≤ t.")
-    plot(slot_value(_attended_fig, [slot], slot.model, slot.ids, sentence, s, key=("attended", sentence, s)),
-         key=f"{PAGE}_attended")
-
-
-@st.cache_resource(show_spinner=False)
-def _val_ids() -> dict:
-    """The held-out text (last 10% of english-docs), which none of the shipped models trained on."""
-    corpus = load_builtin(CORPUS)
-    _, val = corpus.split()
-    return {"text": corpus.text[len(corpus) - len(val):]}
-
-
-@st.cache_resource(show_spinner=False)
-def _probe_store() -> dict:
-    """Probe results of shipped models per process, keyed by (model keys, config): fitted once, shared."""
-    return {"lock": threading.Lock()}
-
-
-def _readers(slot_list: list[Slot], text: str) -> tuple[list[tuple[Slot, torch.Tensor]], list[str]]:
-    """(slots whose vocabulary can read ``text``, with its ids), and a sentence for each that cannot."""
-    usable, left_out = [], []
-    for slot in slot_list:
-        try:
-            usable.append((slot, slot.vocab.encode(text)))
-        except UnknownCharactersError as err:
-            shown = ", ".join(repr(c) for c in err.chars[:8])
-            left_out.append(f"The {slot.name} ({SOURCE_LABELS[slot.candidate.source]}) is left out: its vocabulary "
-                            f"lacks {literal(shown)} of the held-out {CORPUS} text.")
-    return usable, left_out
-
-
-def draw_probe(slot_list: list[Slot]) -> None:
-    st.subheader("How far back each one remembers: memory probes")
-    st.markdown(f"For k = 1…{PROBE.max_k}, a linear softmax probe softmax(W z_t + b) is fitted to read the "
-                f"character k steps back from z_t: the RNN's and the minGRU's h_t, the LSTM's [h_t; c_t], the "
-                f"Transformer's "
-                f"vector at position t after each layer. Fitted on {int(PROBE.train_fraction * 100)}% of "
-                f"{PROBE.chars:,} held-out characters of {CORPUS}; accuracy on the rest.")
-    text = _val_ids()["text"][: PROBE.chars]
-    usable, left_out = _readers(slot_list, text)
-    for line in left_out:
-        st.warning(line, icon=":material/block:")
-    key = (tuple(s.key for s, _ in usable), PROBE)
-    shared = all(s.shared for s, _ in usable)
-    store = _probe_store() if shared else st.session_state.setdefault(PROBES, {})
-    if st.button("Fit the probes", icon=":material/play_arrow:", key=f"{PAGE}_probe_button", disabled=not usable):
-        st.session_state[PROBE_RUN] = True
-        if key not in store:
-            bar = st.progress(0.0, text="Fitting probes…")
-            lock = store["lock"] if shared else threading.Lock()
-            with lock:
-                if key not in store:
-                    curves = []
-                    for i, (slot, ids) in enumerate(usable):
-                        def report(f, msg, i=i):
-                            bar.progress((i + f) / len(usable), text=msg)
-
-                        curves += hs.probe_memory([slot.model], ids, PROBE, progress=report)
-                    store[key] = curves
-            bar.empty()
-    if key in store and st.session_state.get(PROBE_RUN):
-        plot(fig.probe_figure(store[key]), key=f"{PAGE}_probe")
-        st.caption("Dashed grey: always answering the most common character (the chance level). The "
-                   "Transformer's embedding (before layer 1) holds only x_t and its position: what it gets right at "
-                   "k = 1 is guessed from x_t alone (which characters tend to come before it).")
-    else:
-        st.caption("Takes a few seconds; for the shipped models the result is shared by everyone on this server.")
-
-
-def _bottleneck_fig(models: list[tuple[str, Any, torch.Tensor]]):
-    losses = {name: hs.bottleneck(model, ids, LENGTHS) for name, model, ids in models}
-    reference = {name: hs.ordinary_loss(model, ids, max(LENGTHS) - 1) for name, model, ids in models}
-    return fig.bottleneck_figure(LENGTHS, losses, reference)
-
-
-def draw_bottleneck(slot_list: list[Slot]) -> None:
-    st.subheader("The bottleneck: loss against the context read")
-    st.markdown(f"Each model reads only the last n characters (from a fresh state) and predicts the next; "
-                f"the mean loss over {BOTTLENECK_CHARS} held-out positions, the same positions for every n. "
-                "Dotted: the same positions read as each model ordinarily reads a text — the recurrent models "
-                f"with their state carried from the start of the {BOTTLENECK_CHARS + max(LENGTHS)} characters, the "
-                "Transformer through its sliding window (so its dotted line meets its curve at n = its context).")
-    text = _val_ids()["text"][: BOTTLENECK_CHARS + max(LENGTHS)]
-    usable, left_out = _readers(slot_list, text)
-    for line in left_out:
-        st.warning(line, icon=":material/block:")
-    if not usable:
-        return
-    slots_used = [s for s, _ in usable]
-    plot(slot_value(_bottleneck_fig, slots_used, [(s.name, s.model, ids) for s, ids in usable],
-                    key=("bottleneck", LENGTHS)), key=f"{PAGE}_bottleneck")
+                             format_func=lambda i: f"{i}: {text[i]!r}")
+    queries, weights, figure = slot_value(_attended, [slot], slot.model, slot.ids, text, s, key=("attended", text, s))
+    st.caption(readers_caption(queries, weights, text, s))
+    plot(figure, key=f"{PAGE}_attended")
 
 
 def model_table(slot_list: list[Slot]) -> None:

@@ -45,8 +45,8 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("app_pages/gradient_decay.py", "Gradient decay", "gradient-decay", "Gradients and gates",
              ":material/trending_down:"),
     PageSpec("app_pages/lstm_gates.py", "LSTM gates", "lstm-gates", "Gradients and gates", ":material/tune:"),
-    PageSpec("app_pages/hidden_state.py", "Hidden state: RNN, LSTM, Transformer", "hidden-state", "Gradients and gates",
-             ":material/compare_arrows:"),
+    PageSpec("app_pages/hidden_state.py", "Hidden state: RNN, LSTM, minGRU, Transformer", "hidden-state",
+             "Gradients and gates", ":material/compare_arrows:"),
     # --- Character models ---
     PageSpec("app_pages/live_training.py", "Character model — live training", "char-model-training",
              "Character models", ":material/model_training:"),
