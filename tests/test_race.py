@@ -242,7 +242,22 @@ def test_runner_stop_is_final_and_keeps_the_models(corpus):
 
 def test_mark_is_a_plain_record():
     m = Mark("LSTM", 10.0, 10.02, 300, 1.9, 1000)
-    assert (m.name, m.mark, m.val_loss) == ("LSTM", 10.0, 1.9)
+    assert (m.name, m.mark, m.val_loss, m.load) == ("LSTM", 10.0, 1.9, None)
+
+
+def test_each_mark_records_the_machines_load_when_it_was_scored():
+    """A class reads a race run on a busy machine by its load: every mark holds the 1-minute load average of
+    the moment it was scored, read from the OS (between the readings just before and just after the race)."""
+    import os
+
+    log = []
+    race = Race({"a": FakeTrainer("a", 0.3, log), "b": FakeTrainer("b", 0.7, log)}, marks=(2, 5), slice_s=2.5)
+    before = os.getloadavg()[0]
+    race.run()
+    after = os.getloadavg()[0]
+    loads = [m.load for curve in race.curves.values() for m in curve]
+    assert len(loads) == 4 and all(isinstance(x, float) for x in loads)
+    assert all(min(before, after) - 0.5 <= x <= max(before, after) + 0.5 for x in loads)  # the same minute
 
 
 def test_pause_then_start_at_once_never_leaves_a_race_without_its_thread(corpus):

@@ -3,6 +3,7 @@ pause and continue, a fresh session (a reload) draws without an exception; the f
 recorded."""
 
 import json
+import os
 
 import pytest
 
@@ -55,6 +56,20 @@ def test_a_race_shows_two_curves_and_two_samples_and_gives_its_slot_back(short_r
     traces = {t["name"]: t for t in spec["data"]}
     for name in race.trainers:
         assert traces[name]["y"] == pytest.approx([m.val_loss for m in race.curves[name]])
+    # each contender's loss with the steps it took to reach it, from the race's records, under and in the figure
+    lines = " ".join(h.value for h in at.get("html"))
+    labels = [a["text"] for a in spec["layout"]["annotations"]]
+    for name in race.trainers:
+        last = race.curves[name][-1]
+        assert f"<b>{name}</b>: " in lines and f"val {last.val_loss:.3f} after {last.step:,} steps" in lines
+        assert f"{last.val_loss:.3f} · {last.step:,} steps" in labels
+    # the machine's load while the race ran, said when it was above the core count (else nothing is said)
+    loads = [m.load for curve in race.curves.values() for m in curve]
+    busy = max(loads) > (os.cpu_count() or 1)
+    warnings = " ".join(w.value for w in at.warning)
+    assert ("The machine was busy" in warnings) == busy
+    if busy:
+        assert f"load average reached {max(loads):.1f} on {os.cpu_count()} cores" in warnings
     assert runner.slots.busy == 0  # the slot is given back
     # the finished race keeps its models; Start is off until "New race"
     assert at.button(key=f"{race_ui.PAGE}_start").disabled
@@ -119,6 +134,32 @@ def test_a_new_session_draws_the_section_without_a_race():
     assert "Press **Start race**" in page_text(at)
 
 
+def test_the_intro_gives_each_contenders_parameters_counted_from_its_model():
+    """973,927 for the LSTM to 233,191 for the GPT on english-docs (V = 103): the counts of the models the
+    presets build, here built for real (not on the meta device) and summed."""
+    from rnnviz.charlm.corpus import load_builtin
+    from rnnviz.charlm.train import ALL_PRESETS
+    from rnnviz.core.charmodel import build_model
+
+    at = open_page(PAGE, timeout=120)
+    text = page_text(at)
+    vocab_size = load_builtin("english-docs").vocab.size
+    counts = {}
+    for label, preset in {**race_ui.CONTENDERS, **race_ui.OPTIONAL}.items():
+        model = build_model(ALL_PRESETS[preset].config.model_config(vocab_size))
+        counts[label] = sum(p.numel() for p in model.parameters())
+    assert f"(V = {vocab_size} characters) the LSTM has **{counts['LSTM']:,} parameters** to the GPT's " \
+           f"**{counts['Transformer']:,}**" in text
+    assert f"{counts['minGRU']:,} parameters, trained by a parallel scan" in text
+
+
+def test_the_load_note_speaks_only_above_the_core_count():
+    assert race_ui.load_note([], 2) is None
+    assert race_ui.load_note([1.2, 2.0], 2) is None  # two cores both busy is not overloaded
+    note = race_ui.load_note([1.2, 10.26, 3.0], 2)
+    assert "load average reached 10.3 on 2 cores" in note and "step count" in note
+
+
 def test_the_figure_draws_what_the_engine_recorded():
     from rnnviz.charlm.race import Mark
 
@@ -129,4 +170,26 @@ def test_the_figure_draws_what_the_engine_recorded():
     assert list(lstm.x) == [5.03, 10.01] and list(lstm.y) == [2.1, 1.9] and list(lstm.customdata) == [120, 250]
     assert list(gpt.y) == [2.4]
     labels = [a.text for a in fig.layout.annotations]
-    assert "1.900" in labels and "2.400" in labels and any("ln V = 4.17" in t for t in labels)
+    assert "1.900 · 250 steps" in labels and "2.400 · 80 steps" in labels and any("ln V = 4.17" in t for t in labels)
+
+
+def test_end_labels_of_close_losses_do_not_overlap():
+    """Two races ended at 1.653 and 1.655: the two end labels are moved apart by at least a line of text, each
+    still joined to its own curve's end, and a label far from the others stays at its curve's end."""
+    from rnnviz.charlm.race import Mark
+    from rnnviz.figures import FONT_SIZE
+
+    curves = {"LSTM": [Mark("LSTM", 20.0, 20.01, 98, 1.653, 1000)],
+              "Transformer": [Mark("Transformer", 20.0, 20.02, 310, 1.655, 1000)],
+              "minGRU": [Mark("minGRU", 20.0, 20.03, 40, 2.9, 1000)]}
+    height = 380
+    fig = race_figure(curves, 20.0, 65, height=height)
+    ends = {a.text.split(" ")[0]: a for a in fig.layout.annotations if a.text[:5] in ("1.653", "1.655", "2.900")}
+    span = fig.layout.yaxis.range[1]
+    plot_px = height - fig.layout.margin.t - fig.layout.margin.b
+    # where each label's text sits, in pixels up from the axis: its point, moved by its offset (ay points down)
+    centres = {loss: a.y / span * plot_px - (a.ay or 0) for loss, a in ends.items()}
+    assert [ends[loss].y for loss in ("1.653", "1.655", "2.900")] == [1.653, 1.655, 2.9]  # at its curve's end
+    assert centres["1.655"] - centres["1.653"] >= FONT_SIZE  # apart by a line, the higher loss above
+    assert abs(centres["2.900"] - 2.9 / span * plot_px) < 1  # alone: not moved
+    assert [ends[loss].text for loss in ("1.653", "1.655")] == ["1.653 · 98 steps", "1.655 · 310 steps"]

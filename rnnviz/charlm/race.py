@@ -20,6 +20,7 @@ No streamlit here.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -60,6 +61,7 @@ class Mark:
     step: int  # optimizer steps taken
     val_loss: float  # nats/char over the val split (or its first ``eval_chars``)
     chars: int  # characters scored
+    load: float | None = None  # the machine's 1-minute load average when scored (None where the OS has none)
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,7 @@ class Race:
         new = []
         for due in (m for m in self.marks if m <= trainer.seconds and m not in scored):
             record = trainer.evaluate(self.eval_chars)
-            mark = Mark(name, due, trainer.seconds, trainer.step, record.val_loss, record.chars)
+            mark = Mark(name, due, trainer.seconds, trainer.step, record.val_loss, record.chars, load_average())
             self.curves[name].append(mark)
             new.append(mark)
         if new and self.sample_chars > 0:
@@ -207,6 +209,15 @@ class Race:
 
     def _sample(self, trainer: Contender) -> str:
         return generate(trainer.model, trainer.vocab, "", self.sample_chars, self.temperature, seed=0)
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average (runnable processes, all cores together), or None where the OS
+    has none: above the core count, other work took training time from the contenders."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
 
 
 class RaceStatus(StrEnum):

@@ -13,8 +13,38 @@ from rnnviz.figures import FONT_SIZE, PALETTE, house_style
 COLOURS = (PALETTE["hidden"], PALETTE["output"], PALETTE["highlight"], PALETTE["weight"], PALETTE["input"])
 
 
+MARGIN_PX = 60  # house_style's top and bottom margins together
+LABEL_GAP_PX = FONT_SIZE * 1.5  # end labels are moved apart until their centres are this far apart
+LABEL_OFFSET_PX = 14  # an end label starts this far right of its curve's end
+
+
 def contender_colour(index: int) -> str:
     return COLOURS[index % len(COLOURS)]
+
+
+def spread(values: Sequence[float], gap: float) -> list[float]:
+    """Heights for labels of ``values`` (in their order), each as close to its value as it can be while every
+    two are at least ``gap`` apart: labels that would overlap form a group, spaced by ``gap`` and centred on the
+    mean of their values; groups that then overlap merge, until none do."""
+    groups = [[i] for i in sorted(range(len(values)), key=lambda i: values[i])]  # bottom to top
+
+    def heights(group: list[int]) -> list[float]:
+        centre = sum(values[i] for i in group) / len(group)
+        return [centre + (k - (len(group) - 1) / 2) * gap for k in range(len(group))]
+
+    merged = True
+    while merged:
+        merged = False
+        for j in range(len(groups) - 1):
+            if heights(groups[j])[-1] + gap > heights(groups[j + 1])[0] + 1e-12:
+                groups[j:j + 2] = [groups[j] + groups[j + 1]]
+                merged = True
+                break
+    out = [0.0] * len(values)
+    for group in groups:
+        for i, y in zip(group, heights(group)):
+            out[i] = y
+    return out
 
 
 def race_figure(
@@ -25,24 +55,31 @@ def race_figure(
     height: int = 380,
 ) -> go.Figure:
     """Val loss (nats/char) of each contender against its own seconds of training, with the uniform guess ln V
-    and, optionally, a reference level (value, label) such as nanoGPT's 1.906."""
+    and, optionally, a reference level (value, label) such as nanoGPT's 1.906. At each curve's end, its last
+    val loss and the optimizer steps it took to get there (a busy machine leaves a model fewer steps), labels
+    moved apart where the ends are close."""
     fig = go.Figure()
     uniform = math.log(vocab_size)
-    top = uniform
+    top = max([uniform, *(m.val_loss for marks in curves.values() for m in marks)])
+    span = top * 1.08  # the y axis runs from 0 to span
+    ends = []
     for index, (name, marks) in enumerate(curves.items()):
-        x = [m.seconds for m in marks]
-        y = [m.val_loss for m in marks]
-        top = max([top, *y])
         colour = contender_colour(index)
         fig.add_trace(go.Scatter(
-            x=x, y=y, mode="lines+markers", name=name, line=dict(color=colour, width=3),
-            marker=dict(size=8), customdata=[m.step for m in marks],
-            hovertemplate=f"{name}<br>%{{x:.1f}} s, step %{{customdata}}: val %{{y:.3f}} nats/char<extra></extra>",
+            x=[m.seconds for m in marks], y=[m.val_loss for m in marks], mode="lines+markers", name=name,
+            line=dict(color=colour, width=3), marker=dict(size=8), customdata=[m.step for m in marks],
+            hovertemplate=f"{name}<br>%{{x:.1f}} s, step %{{customdata:,}}: val %{{y:.3f}} nats/char<extra></extra>",
         ))
         if marks:
-            last = marks[-1]
-            fig.add_annotation(x=last.seconds, y=last.val_loss, text=f"{last.val_loss:.3f}", showarrow=False,
-                               xanchor="left", xshift=8, font=dict(size=FONT_SIZE - 1, color=colour))
+            ends.append((marks[-1], colour))
+    plot_px = height - MARGIN_PX  # the plot area's height
+    gap = LABEL_GAP_PX / plot_px * span  # the labels' least distance, in nats
+    for (last, colour), y in zip(ends, spread([m.val_loss for m, _ in ends], gap)):
+        # the label beside the curve's end, moved up or down just enough to clear the others, with a line to it
+        fig.add_annotation(x=last.seconds, y=last.val_loss, text=f"{last.val_loss:.3f} · {last.step:,} steps",
+                           showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=colour, axref="pixel",
+                           ayref="pixel", ax=LABEL_OFFSET_PX, ay=-(y - last.val_loss) / span * plot_px,
+                           xanchor="left", font=dict(size=FONT_SIZE - 1, color=colour))
     fig.add_hline(y=uniform, line=dict(color=PALETTE["theory"], dash="dash", width=2),
                   annotation_text=f"uniform guess: ln V = {uniform:.2f}", annotation_position="top right",
                   annotation_font=dict(size=FONT_SIZE - 2, color=PALETTE["theory"]))

@@ -12,13 +12,14 @@ polling (closed, reloaded, another page) pauses its race after ``IDLE_PAUSE_S``,
 from __future__ import annotations
 
 import html
+import os
 import uuid
 
 import streamlit as st
 
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError
-from rnnviz.charlm.live import RunRegistry
-from rnnviz.charlm.race import Race, RaceRunner, RaceStatus
+from rnnviz.charlm.live import RunRegistry, count_parameters
+from rnnviz.charlm.race import Race, RaceRunner, RaceStatus, load_average
 from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, MINGRU_PRESET, TUNED_GPT
 from rnnviz.figures import race as figures
 from rnnviz.ui.live_run import training_slots
@@ -160,26 +161,13 @@ def _trained(runner: RaceRunner) -> bool:
 
 def race_section() -> None:
     st.subheader("The race: an LSTM against a small GPT, on one clock")
-    lstm, gpt = (ALL_PRESETS[p].config for p in CONTENDERS.values())
-    mingru = ALL_PRESETS[OPTIONAL["minGRU"]].config
-    st.markdown(
-        f"They train on the same text, taking turns of {SLICE_S:g} s, so that whatever else the server does slows "
-        f"all alike. Each has its own clock, which counts only its own optimizer steps; scoring pauses it. The "
-        f"**LSTM** is the live page's Shakespeare preset ({lstm.layers} × {lstm.hidden}, B = {lstm.batch}, "
-        f"T = {lstm.seq_len}, state carried between chunks); the **Transformer** is a {gpt.layers}-block GPT "
-        f"(C = {gpt.hidden}, {gpt.n_head} heads, context {gpt.block_size}, B = {gpt.batch}, no state carried), the "
-        "Transformer preset tuned by measurement to learn most in 150 s on 2 cores. Tick the box to add the "
-        f"**minGRU** preset ({mingru.layers} × {mingru.hidden}, B = {mingru.batch}, T = {mingru.seq_len}, trained by "
-        "a parallel scan, state carried between chunks). Every "
-        f"{MARK_EVERY_S:g} s of its training, each is scored on the first {EVAL_CHARS:,} held-out characters "
-        r"(the last 10% of the text): val loss $= -\frac{1}{n}\sum_t \log p(x_{t+1} \mid x_{\le t})$, in nats/char."
-    )
     take_up_race_from_address()
     runner = current_runner()
     active = runner is not None and runner.is_active
     choices = corpus_choices()
     if st.session_state.get(CORPUS) not in choices:
         st.session_state[CORPUS] = "english-docs" if "english-docs" in choices else choices[0]
+    _intro((runner.race.corpus_name if runner is not None else None) or st.session_state[CORPUS])
     if st.session_state.get(SECONDS) not in DURATIONS:  # first visit, or a segmented control clicked off
         st.session_state[SECONDS] = DEFAULT_SECONDS
     cols = st.columns([3, 2, 2], vertical_alignment="bottom")
@@ -204,6 +192,44 @@ def race_section() -> None:
         _live_panel()
     else:
         _still_panel()
+
+
+def contender_parameters(corpus_name: str) -> dict[str, int]:
+    """Parameters of each contender (the optional ones too) on ``corpus_name``'s vocabulary, counted from the
+    model its preset builds (``count_parameters``)."""
+    vocab_size = builtin_corpus(corpus_name).vocab.size
+    return {label: count_parameters(ALL_PRESETS[preset].config, vocab_size)
+            for label, preset in {**CONTENDERS, **OPTIONAL}.items()}
+
+
+def _intro(corpus_name: str) -> None:
+    lstm, gpt = (ALL_PRESETS[p].config for p in CONTENDERS.values())
+    mingru = ALL_PRESETS[OPTIONAL["minGRU"]].config
+    sizes = contender_parameters(corpus_name)
+    vocab_size = builtin_corpus(corpus_name).vocab.size
+    st.markdown(
+        f"They train on the same text, taking turns of {SLICE_S:g} s, so that whatever else the server does slows "
+        f"all alike. Each has its own clock, which counts only its own optimizer steps; scoring pauses it. The "
+        f"**LSTM** is the live page's Shakespeare preset ({lstm.layers} × {lstm.hidden}, B = {lstm.batch}, "
+        f"T = {lstm.seq_len}, state carried between chunks); the **Transformer** is a {gpt.layers}-block GPT "
+        f"(C = {gpt.hidden}, {gpt.n_head} heads, context {gpt.block_size}, B = {gpt.batch}, no state carried), the "
+        f"Transformer preset tuned by measurement to learn most in 150 s on 2 cores. On {literal(corpus_name)} "
+        f"(V = {vocab_size} characters) the LSTM has "
+        f"**{sizes['LSTM']:,} parameters** to the GPT's **{sizes['Transformer']:,}**. Tick the box to add the "
+        f"**minGRU** preset ({mingru.layers} × {mingru.hidden}, B = {mingru.batch}, T = {mingru.seq_len}, "
+        f"{sizes['minGRU']:,} parameters, trained by a parallel scan, state carried between chunks). Every "
+        f"{MARK_EVERY_S:g} s of its training, each is scored on the first {EVAL_CHARS:,} held-out characters "
+        r"(the last 10% of the text): val loss $= -\frac{1}{n}\sum_t \log p(x_{t+1} \mid x_{\le t})$, in nats/char."
+    )
+
+
+def load_note(loads: list[float], cores: int) -> str | None:
+    """A sentence on the machine's load while the race ran, when it went above the core count; else None."""
+    if not loads or max(loads) <= cores:
+        return None
+    return (f"The machine was busy: its load average reached {max(loads):.1f} on {cores} cores while the race ran, "
+            "so other work took time from the models. A busy turn leaves a model fewer optimizer steps in its "
+            "seconds: read each loss beside its step count.")
 
 
 def _controls(runner: RaceRunner | None) -> None:
@@ -256,16 +282,22 @@ def _draw(runner: RaceRunner) -> None:
     reference = NANOGPT if race.corpus_name == "tiny-shakespeare" else None
     curves = {name: list(marks) for name, marks in race.curves.items()}  # the thread appends meanwhile
     plot(figures.race_figure(curves, race.duration, vocab, reference), key=f"{PAGE}_curves")
+    loads = [m.load for marks in curves.values() for m in marks if m.load is not None]
+    if runner.is_active and (now := load_average()) is not None:
+        loads.append(now)
+    note = load_note(loads, os.cpu_count() or 1)
+    if note:
+        st.warning(note, icon=":material/speed:")
     cols = st.columns(len(race.trainers))
     for index, (col, (name, trainer)) in enumerate(zip(cols, race.trainers.items())):
         with col:
             colour = figures.contender_colour(index)
             latest = race.latest(name)
-            loss = f"val {latest.val_loss:.3f} at {latest.seconds:.0f} s, " if latest else ""
+            loss = (f"val {latest.val_loss:.3f} after {latest.step:,} steps ({latest.seconds:.0f} s)"
+                    if latest else f"{trainer.step:,} steps, not scored yet")
             # colour from the figure's palette (a constant), name escaped: no user text reaches the HTML
             st.html(f"<span style='color:{colour};font-size:1.3em'>■</span> <b>{html.escape(name)}</b>: "
-                    f"{trainer.num_parameters:,} parameters, {loss}{trainer.step:,} steps, "
-                    f"{trainer.chars_per_second:,.0f} chars/s")
+                    f"{trainer.num_parameters:,} parameters, {loss}, {trainer.chars_per_second:,.0f} chars/s")
             samples = race.samples[name]
             if name in race.halted:
                 st.warning(f"Left the race: {literal(race.halted[name])}", icon=":material/warning:")
