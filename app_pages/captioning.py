@@ -1,5 +1,5 @@
-"""Image captioning: a small CNN reads a generated scene, its vector v conditions an LSTM that writes the caption
-(Eq. 8.11), with v at every step or only in the initial state h₀, c₀; beam search, word saliency and
+"""Image captioning: a small CNN reads a generated scene, its vector v conditions an LSTM that writes the caption,
+with v at every step (the LSTM reads [x_t; v]) or only in the initial state h₀, c₀; beam search, word saliency and
 hallucination from co-occurrence."""
 
 import streamlit as st
@@ -11,16 +11,21 @@ page_header(
     "image-captioning",
     "A convolutional network reads a 48 × 48 scene; its penultimate vector **v** conditions an LSTM that writes "
     "the caption word by word, from `<START>` to `<END>`. Two ways to join them: v enters **at every step** "
-    "(Eq. 8.11), or **only in the initial state** h₀, c₀ (once, at t = 0). Build a scene, watch the caption "
-    "being decoded, and see where and why it goes wrong.",
+    "(the LSTM reads [x_t; v]), or **only in the initial state** h₀, c₀ (once, at t = 0): the equations below "
+    "differ only in the gates' pre-activation a_t and in h₀, c₀. Build a scene, watch the caption being decoded, "
+    "and see where and why it goes wrong.",
 )
-st.latex(r"\text{every step (Eq. 8.11):}\quad "
-         r"h_t = \mathrm{LSTM}\big(W_{xh}\,x_t + W_{ih}\,v + W_{hh}\,h_{t-1} + b\big),"
-         r"\qquad h_0 = c_0 = 0")
-st.latex(r"h_0\text{ only:}\quad h_0 = \tanh(W_h v + b_h),\quad c_0 = W_c v + b_c,\qquad "
-         r"h_t = \mathrm{LSTM}\big(W_{xh}\,x_t + W_{hh}\,h_{t-1} + b\big)")
-st.latex(r"p(w_{t+1} \mid w_{\le t}, v) = \mathrm{softmax}(W_{hy} h_t + b_y),\qquad x_t = E\,w_t,\qquad "
-         r"v = \mathrm{CNN}(\text{image})")
+# The equations the engine computes (rnnviz/captioning/model.py; tests/test_captioning_page.py steps both shipped
+# captioners by hand with them). W_xh and W_vh are the x_t and v columns of torch's weight_ih_l0.
+st.latex(r"\text{v at every step:}\quad a_t = W_{xh}\,x_t + W_{vh}\,v + W_{hh}\,h_{t-1} + b,\qquad h_0 = c_0 = 0")
+st.latex(r"\text{v only in } h_0, c_0\text{:}\quad a_t = W_{xh}\,x_t + W_{hh}\,h_{t-1} + b,\qquad "
+         r"h_0 = \tanh(W_h\,v + b_h),\quad c_0 = W_c\,v + b_c")
+st.latex(r"a_t = [a^i_t;\, a^f_t;\, a^g_t;\, a^o_t]:\quad i_t = \sigma(a^i_t),\quad f_t = \sigma(a^f_t),\quad "
+         r"g_t = \tanh(a^g_t),\quad o_t = \sigma(a^o_t)")
+st.latex(r"c_t = f_t \odot c_{t-1} + i_t \odot g_t,\qquad h_t = o_t \odot \tanh(c_t),\qquad "
+         r"p(w_t \mid w_{<t}, v) = \mathrm{softmax}(W_{hy}\,h_t + b_y)")
+st.latex(r"x_t = E\,w_{t-1},\quad w_0 = \langle\mathrm{START}\rangle,\qquad v = \mathrm{CNN}(\text{image}),"
+         r"\qquad t = 1, 2, \ldots \text{ until } w_t = \langle\mathrm{END}\rangle")
 
 caps = sections.captioners()
 built = sections.build_scene()

@@ -9,6 +9,7 @@ import pytest
 
 from rnnviz.captioning import model as M
 from rnnviz.captioning import shipped, world
+from rnnviz.figures import captioning as fig
 from rnnviz.ui import captioning as sections
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import numbers
@@ -51,52 +52,139 @@ def test_page_opens_with_the_default_scene_its_true_caption_and_a_greedy_caption
     model = shipped.load("every")[0]
     greedy = M.decode(M.greedy(model, M.pixels(_image(page)[None]))[0])
     assert f"### {greedy}" in [m.value for m in page.markdown]
-    assert "Eq. 8.11" in text
 
 
-def test_beam_width_changes_the_beams_and_the_tree_matches_the_engine():
+def beam_rows(at) -> list[str]:
+    """The rows of the beam table (a markdown table), as sent."""
+    table = next(m.value for m in at.markdown if m.value.startswith("| rank | caption | total log p |"))
+    return table.splitlines()[2:]
+
+
+def test_beam_width_changes_the_beams_and_the_table_shows_whole_captions():
+    """Each beam's whole caption and total log-prob, as the engine ranks them, in a table that wraps a long caption
+    (st.dataframe cut it at the column's width: "…right on g")."""
     at = open_page(PAGE)
     at.radio(key="cap_method").set_value("beam search").run()
     at.slider(key="cap_beam").set_value(5).run()
     assert not at.exception
     beams, tree = M.beam_search(shipped.load("every")[0], M.pixels(_image(at)[None]), 5)
-    table = at.dataframe[0].value
-    assert list(table["caption"]) == [b.text for b in beams]
-    assert np.allclose(table["total log p"], [round(b.logprob, 3) for b in beams])
-    assert 1 <= len(table) <= 5
+    assert all("caption" not in d.value.columns for d in at.dataframe)  # no grid that cuts its cells
+    rows = beam_rows(at)
+    assert 1 <= len(rows) <= 5
+    ended = {True: "\\<END\\>", False: "the length limit"}
+    assert rows == [f"| {k} | {b.text} | {b.logprob:.3f} | {ended[b.finished]} |" for k, b in enumerate(beams, start=1)]
     keys = [c.proto.id for c in at.get("plotly_chart")]
     assert any("cap_beam_fig" in k for k in keys)
     at.slider(key="cap_beam").set_value(1).run()
-    assert len(at.dataframe[0].value) == 1
+    assert len(beam_rows(at)) == 1
 
 
-def test_topk_bars_are_the_engine_distribution_at_step_t():
+def test_topk_bars_are_the_distribution_word_t_was_chosen_from_and_the_title_says_so():
+    """Word t of the caption (w₀ = <START>, so ids[t − 1]) is drawn from p(w_t | w_<t, v): the bars pair each word
+    with the engine's probability at that step, the highlighted bar is word t itself, and the title names it."""
     at = open_page(PAGE)
-    at.slider(key="cap_t").set_value(2).run()
+    t = 4  # "a large red circle ...": the shape word
+    at.slider(key="cap_t").set_value(t).run()
+    assert not at.exception
     model = shipped.load("every")[0]
     x = M.pixels(_image(at)[None])
     ids = M.greedy(model, x)[0]
-    probs = M.step_distributions(model, x, ids)[2].numpy()
-    bars = chart(at, "cap_topk_fig")["data"][0]
-    top = np.sort(probs)[::-1][:6]
-    assert np.allclose(sorted(numbers(bars["x"]), reverse=True), top, atol=1e-6)
+    probs = M.step_distributions(model, x, ids)[t - 1].numpy()  # the distribution ids[t − 1] was chosen from
+    spec = chart(at, "cap_topk_fig")
+    bars = spec["data"][0]
+    shown_pairs = dict(zip(bars["y"], numbers(bars["x"])))
+    assert len(shown_pairs) == 6
+    for word, p in shown_pairs.items():
+        assert p == pytest.approx(probs[M.INDEX[word]], abs=1e-6), word
+    assert sorted(shown_pairs.values(), reverse=True) == pytest.approx(np.sort(probs)[::-1][:6], abs=1e-6)
+    highlighted = [w for w, c in zip(bars["y"], bars["marker"]["color"]) if c == fig.CHOSEN]
+    assert highlighted == [M.VOCAB[ids[t - 1]]] == ["circle"]
+    title = spec["layout"]["title"]["text"]
+    assert "p(w<sub>t</sub> | w<sub>&lt;t</sub>, v)" in title and f"t = {t}" in title, title
+    assert f"**[{M.VOCAB[ids[t - 1]]}]**" in page_text(at)  # the caption line marks the same word
 
 
 def test_saliency_of_a_chosen_word_reports_the_engine_share():
     at = open_page(PAGE)
     at.radio(key="cap_join").set_value("h0").run()
-    at.selectbox(key="cap_sal_word").set_value(1).run()
+    at.selectbox(key="cap_sal_word").set_value(2).run()  # word t = 2, the engine's ids[1]
     assert not at.exception
     model = shipped.load("h0")[0]
     scene = _scene(at)
     image = _image(at)
     ids = M.greedy(model, M.pixels(image[None]))[0]
     heat = M.saliency(model, M.pixels(image[None]), ids, 1)
+    assert f"saliency of “{M.VOCAB[ids[1]]}” (t = 2)" in chart(at, "cap_saliency_fig")["layout"]["title"]["text"]
     share = M.object_share(heat, world.from_scene(scene, int(at.session_state["cap_rows"])).object_masks()[0])
     assert f"**{share:.0%}** of the saliency lies on object pixels" in page_text(at)
     assert any("cap_saliency_fig" in c.proto.id for c in at.get("plotly_chart"))
     at.radio(key="cap_sal_method").set_value("occlusion").run()
     assert not at.exception
+
+
+def _by_hand(model: M.Captioner, image, ids: list[int]) -> list[np.ndarray]:
+    """p(w_t | w_<t, v) for t = 1 … len(ids), stepped by hand from the model's weights with the page's equations:
+    a_t = W_xh x_t (+ W_vh v for "every") + W_hh h_{t−1} + b; i, f, g, o = σ, σ, tanh, σ of a_t in torch's order;
+    c_t = f ⊙ c_{t−1} + i ⊙ g; h_t = o ⊙ tanh(c_t); x_t = E w_{t−1} with w_0 = <START>; softmax(W_hy h_t + b_y)."""
+    import torch
+
+    with torch.no_grad():
+        model.eval()
+        v = model.encode(image)[0]
+        sd = {k: t.double() for k, t in model.state_dict().items()}
+        v = v.double()
+        if model.join == "every":
+            h = c = torch.zeros(model.config.hidden, dtype=torch.float64)
+        else:
+            h = torch.tanh(sd["init_h.weight"] @ v + sd["init_h.bias"])
+            c = sd["init_c.weight"] @ v + sd["init_c.bias"]
+        out = []
+        for previous in [M.START_ID, *ids[:-1]]:
+            x = sd["embed.weight"][previous]
+            read = torch.cat([x, v]) if model.join == "every" else x
+            a = sd["rnn.weight_ih_l0"] @ read + sd["rnn.bias_ih_l0"] + sd["rnn.weight_hh_l0"] @ h + sd["rnn.bias_hh_l0"]
+            i, f, g, o = a.chunk(4)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            out.append(torch.softmax(sd["out.weight"] @ h + sd["out.bias"], -1).numpy())
+    return out
+
+
+def test_the_page_states_the_two_joins_as_the_engine_computes_them_and_cites_no_missing_equation(page):
+    """No "Eq. 8.11" (a textbook the class may not have): the equations themselves, checked against the engine by
+    stepping both shipped captioners by hand; the join labels name no equation either."""
+    image = M.pixels(_image(page)[None])
+    for join in M.JOINS:
+        model = shipped.load(join)[0]
+        ids = M.greedy(model, image)[0]
+        engine = M.step_distributions(model, image, ids).numpy()
+        assert np.allclose(np.stack(_by_hand(model, image, ids)), engine, atol=1e-5), join
+    text = page_text(page)
+    assert "Eq. 8.11" not in text and "8.11" not in text
+    assert "8.11" not in " ".join(str(r.options) for r in page.radio)
+    latex = "\n".join(e.value for e in page.latex)
+    for term in (r"a_t = W_{xh}\,x_t + W_{vh}\,v + W_{hh}\,h_{t-1} + b", r"h_0 = c_0 = 0",  # v at every step
+                 r"a_t = W_{xh}\,x_t + W_{hh}\,h_{t-1} + b", r"h_0 = \tanh(W_h\,v + b_h)", r"c_0 = W_c\,v + b_c",
+                 r"c_t = f_t \odot c_{t-1} + i_t \odot g_t", r"h_t = o_t \odot \tanh(c_t)",
+                 r"x_t = E\,w_{t-1}", r"w_0 = \langle\mathrm{START}\rangle",
+                 r"p(w_t \mid w_{<t}, v) = \mathrm{softmax}(W_{hy}\,h_t + b_y)"):
+        assert term in latex, term
+
+
+def test_the_models_table_is_on_the_page_not_a_file_name_the_class_cannot_open(page):
+    """"(see MODELS.md)" pointed at a file a student does not have: the page shows that section of the shipped
+    rnnviz/assets/models/MODELS.md (its table rows, read from disk) in an expander instead."""
+    text = page_text(page)
+    assert "see MODELS.md" not in text
+    section = [e for e in page.expander if "how the shipped captioners were trained" in e.label.lower()]
+    assert len(section) == 1
+    shown_md = "\n".join(m.value for m in section[0].markdown)
+    records = shipped.records()
+    assert {r.join for r in records} == set(M.JOINS)
+    for r in records:  # the rows the page's held-out table quotes, as the file records them
+        assert f"| `{r.file}` | {r.join} | p = {r.p:g}, {r.steps} steps |" in shown_md
+    assert "python -m rnnviz.captioning train" in shown_md  # the commands that made them
+    assert "8.11" not in shown_md
 
 
 def test_a_bad_scene_spec_gives_a_clear_message_and_the_rest_stays():
@@ -122,7 +210,7 @@ def test_join_table_shows_the_recorded_figures(page):
     table = page.dataframe[0].value  # greedy decoding shows no beam table: the first is the joins'
     for join in M.JOINS:
         figures = shipped.load(join)[1]
-        row = table[table["join"] == M.JOINS[join]].iloc[0]
+        row = table[table["join"] == sections.JOIN_LABELS[join]].iloc[0]
         assert row["CHAIRi"] == f"{figures['chair_i']:.3f}" and row["exact match"] == f"{figures['exact']:.1%}"
 
 
@@ -133,7 +221,7 @@ def test_per_object_table_and_the_h0_sentence_quote_the_engine(page):
     for join in M.JOINS:
         model = shipped.load(join)[0]
         acc = M.object_accuracy([M.decode(i) for i in M.greedy(model, M.pixels(held.images))], M.scene_list(held))
-        row = table[table["join"] == M.JOINS[join]].iloc[0]
+        row = table[table["join"] == sections.JOIN_LABELS[join]].iloc[0]
         for a in acc:
             assert row[f"object {a['object']}: shape, colour"] == f"{a['shape']:.0%}, {a['colour']:.0%}"
         shapes = [f"{a['shape']:.0%}" for a in acc]

@@ -12,6 +12,7 @@ import torch
 
 from rnnviz.captioning import model as M
 from rnnviz.captioning import shipped, world
+from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.figures import captioning as fig
 from rnnviz.ui.memo import NotComputed, lookup, remember
 from rnnviz.ui.widgets import PLOTLY_CONFIG, literal, plot, shared_value
@@ -28,6 +29,9 @@ TRAIN_STEPS = (100, 300, 700, 1500)
 EXAMPLE_SCENES = 200  # water-without-boat scenes searched for one the model names a boat in
 INFLUENCE_SCENES = 300
 DEFAULT_SCENE = world.Scene("water", (world.SceneObject("circle", "red", "large", "middle"),))
+# The joins as the page names them: the engine's labels (M.JOINS) cite a textbook equation the class may not
+# have; the page states the equations themselves.
+JOIN_LABELS = {"every": "v at every step", "h0": "v only in the initial state h₀, c₀"}
 
 
 def plot_heat(figure, key: str) -> None:
@@ -149,7 +153,7 @@ def decode_section(caps: Captioners, image: np.ndarray) -> tuple[M.Captioner, li
     """Caption the image step by step; returns the model and the caption's ids shown (for saliency)."""
     st.header("Watch the decoding")
     c1, c2, c3 = st.columns([1.3, 1.3, 1])
-    join = c1.radio("Captioner", list(M.JOINS), format_func=M.JOINS.get, key=f"{PAGE}_join")
+    join = c1.radio("Captioner", list(M.JOINS), format_func=JOIN_LABELS.get, key=f"{PAGE}_join")
     method = c2.radio("Decoding", ["greedy", "beam search", "sampling"], key=f"{PAGE}_method", horizontal=True)
     width = c3.slider("Beam width", 1, 10, 3, key=f"{PAGE}_beam", disabled=method != "beam search")
     temperature = c3.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=f"{PAGE}_temp", disabled=method != "sampling")
@@ -159,11 +163,13 @@ def decode_section(caps: Captioners, image: np.ndarray) -> tuple[M.Captioner, li
     if method == "beam search":
         beams, tree = M.beam_search(model, x, width)
         ids = list(beams[0].ids)
-        rows = [{"rank": k + 1, "caption": b.text, "total log p": round(b.logprob, 3),
-                 "ended with <END>": b.finished} for k, b in enumerate(beams)]
+        # A markdown table: it wraps a long caption only where the column ends (st.dataframe cut it, "…right on g";
+        # st.table wraps every cell at 400 px).
+        table = "\n".join(f"| {k + 1} | {shown(b.ids)} | {b.logprob:.3f} | "
+                          f"{literal(M.END) if b.finished else 'the length limit'} |" for k, b in enumerate(beams))
         st.markdown(f"**Best of {len(beams)} beam(s):**")
         st.markdown(f"### {shown(beams[0].ids)}")
-        st.dataframe(rows, hide_index=True)
+        st.markdown(f"| rank | caption | total log p | ended by |\n|---:|---|---:|---|\n{table}")
     else:
         if method == "greedy":
             ids = M.greedy(model, x)[0]
@@ -171,16 +177,16 @@ def decode_section(caps: Captioners, image: np.ndarray) -> tuple[M.Captioner, li
             ids = M.sample(model, x, temperature, seed=int(st.session_state.get("seed", 0)))[0]
         st.markdown(f"**{method.capitalize()} caption:**")
         st.markdown(f"### {shown(ids)}")
-    probs = M.step_distributions(model, x, ids)  # (T, V)
-    words = [M.VOCAB[i] for i in ids]
-    t = st.slider("Step t: the words chosen so far, and the next-word distribution", 0, len(ids) - 1,
-                  min(3, len(ids) - 1), key=f"{PAGE}_t") if len(ids) > 1 else 0
+    probs = M.step_distributions(model, x, ids)  # (T, V): row t − 1 is p(w_t | w_<t, v), w_0 = <START>
+    words = [M.VOCAB[i] for i in ids]  # w_1 … w_T
+    t = st.slider(r"Word $t$: the words before it, and $p(w_t \mid w_{<t}, v)$, the distribution it was chosen from",
+                  1, len(ids), min(4, len(ids)), key=f"{PAGE}_t") if len(ids) > 1 else 1
     st.markdown(" ".join([literal(M.START)] + [f"**[{literal(w)}]**" if k == t else literal(w)
-                                                for k, w in enumerate(words)]))
-    top = torch.topk(probs[t], 6)
+                                                for k, w in enumerate(words, start=1)]))
+    top = torch.topk(probs[t - 1], 6)
     cols = st.columns([1, 2] if tree is not None else [1, 1])
     with cols[0]:
-        plot(fig.topk_figure([M.VOCAB[i] for i in top.indices.tolist()], top.values.tolist(), words[t], t),
+        plot(fig.topk_figure([M.VOCAB[i] for i in top.indices.tolist()], top.values.tolist(), words[t - 1], t),
              key=f"{PAGE}_topk_fig")
     if tree is not None:
         with cols[1]:
@@ -210,8 +216,8 @@ def _object_accuracy(source: str, models: dict) -> dict[str, list[dict]]:
             for join, model in models.items()}
 
 
-# Steps t whose word is an object's colour and shape: the first object (every caption), the second (captions
-# with two or more objects), the third (captions with three).
+# The engine's indices k (word t = k + 1) of an object's colour and shape words: the first object (every caption),
+# the second (captions with two or more objects), the third (captions with three).
 COLOUR_SHAPE_STEPS = {"first": (2, 3), "second": (9, 10), "third": (16, 17)}
 
 
@@ -221,11 +227,11 @@ def joins_section(caps: Captioners, image: np.ndarray | None) -> None:
     if image is not None:
         x = M.pixels(image[None])
         for col, (join, model) in zip(cols, caps.models.items()):
-            col.markdown(f"**{M.JOINS[join]}** says:")
+            col.markdown(f"**{JOIN_LABELS[join]}** says:")
             col.markdown(f"#### {shown(M.greedy(model, x)[0])}")
     rows = []
     for join, f in caps.figures.items():
-        rows.append({"join": M.JOINS[join], "exact match": f"{f['exact']:.1%}",
+        rows.append({"join": JOIN_LABELS[join], "exact match": f"{f['exact']:.1%}",
                      **{a: f"{f[a]:.1%}" for a in M.ATTRIBUTES}, "CHAIRi": f"{f['chair_i']:.3f}",
                      "CHAIRs": f"{f['chair_s']:.3f}", "says boat on water without one": f"{f['boat']:.1%}"})
     st.dataframe(rows, hide_index=True)
@@ -240,17 +246,18 @@ def joins_section(caps: Captioners, image: np.ndarray | None) -> None:
     plot(fig.influence_figure(curves, counts), key=f"{PAGE}_influence_fig")
     means = {join: {k: float(np.mean(kl[list(ts)])) for k, ts in COLOUR_SHAPE_STEPS.items()}
              for join, kl in curves.items()}
-    measured = "; ".join(f"{M.JOINS[j]}: " + " / ".join(f"{v:.1f}" for v in m.values()) for j, m in means.items())
+    measured = "; ".join(f"{JOIN_LABELS[j]}: " + " / ".join(f"{v:.1f}" for v in m.values()) for j, m in means.items())
     key = (PAGE, "objects", caps.source, caps.models["every"].config, caps.models["h0"].config)
     objects = shared_value(_object_accuracy, caps.source, caps.models, key=key)
-    rows = [{"join": M.JOINS[join], **{f"object {a['object']}: shape, colour": f"{a['shape']:.0%}, {a['colour']:.0%}"
-                                       for a in acc}} for join, acc in objects.items()]
+    rows = [{"join": JOIN_LABELS[join],
+             **{f"object {a['object']}: shape, colour": f"{a['shape']:.0%}, {a['colour']:.0%}" for a in acc}}
+            for join, acc in objects.items()]
     st.dataframe(rows, hide_index=True)
     h0, every = objects["h0"], objects["every"]
     st.markdown(
         "**Where the h₀-only model loses the image:** v enters once, at t = 0, as h₀ = tanh(W_h v + b_h) and "
         "c₀ = W_c v + b_c; every later step rewrites h_t and c_t from the words read so far, so what remains of v "
-        "must survive a chain of forget gates. With v at every step, W_ih v is added afresh to each gate's input. "
+        "must survive a chain of forget gates. With v at every step, W_vh v is added afresh to each gate's input. "
         f"Measured on the held-out scenes (table above: greedy captions, the k-th object of the true caption "
         f"named at its place with the right shape): the h₀-only model gets the first object's shape right "
         f"{h0[0]['shape']:.0%} of the time, the second's {h0[1]['shape']:.0%}, the third's {h0[2]['shape']:.0%}; "
@@ -260,11 +267,44 @@ def joins_section(caps: Captioners, image: np.ndarray | None) -> None:
         "vanished from its state; it has blurred, and the blur shows most in the later objects' shapes.")
     st.caption(
         f"The plot: teacher-forced on the true captions of {INFLUENCE_SCENES} held-out scenes, "
-        "KL(p(· | w_≤t, v) ‖ p(· | w_≤t, v′)) with v′ the v of another scene; 0 means the image no longer matters. "
+        "KL(p(· | w_<t, v) ‖ p(· | w_<t, v′)) with v′ the v of another scene; 0 means the image no longer matters. "
         f"Mean KL (nats) at the colour and shape words of the first / second / third object: {measured}. "
         "It is 0 at the words the grammar fixes (“a”, “at”, “and”). A first version of the h₀-only join had "
         "c₀ = 0: tanh saturated (|h₀| ≈ 1 for every scene), almost no gradient reached W or the CNN, and its KL stayed "
-        "0 at every t (see MODELS.md).")
+        "0 at every t (the record is under “How the shipped captioners were trained” below).")
+    models_section()
+
+
+RECORD_HEADING = "## Image captioners"  # the captioners' section of MODELS.md, which runs to the next "## "
+
+
+def shipped_record() -> str | None:
+    """The captioners' section of the shipped rnnviz/assets/models/MODELS.md (package data, read from disk), without
+    its heading; None if the file or the section is missing."""
+    try:
+        text = (MODELS_DIR / "MODELS.md").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    start = text.find(RECORD_HEADING + " ")
+    if start < 0:
+        return None
+    body = text[text.index("\n", start) + 1:]
+    end = body.find("\n## ")
+    return (body if end < 0 else body[:end]).strip()
+
+
+def models_section() -> None:
+    """The shipped captioners' record on the page (their table, the commands that made them, why h₀ has c₀):
+    a student can open it here, where a file name in the repository was a dead reference."""
+    with st.expander("How the shipped captioners were trained: their table and commands",
+                     icon=":material/description:"):
+        record = shipped_record()
+        if record is None:
+            st.info("The record of the shipped captioners (rnnviz/assets/models/MODELS.md) is missing from this "
+                    "installation.")
+            return
+        st.markdown(record)
+        st.caption("The section “Image captioners” of rnnviz/assets/models/MODELS.md, shipped with the models.")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -276,14 +316,14 @@ def saliency_section(model: M.Captioner, image: np.ndarray, scene: world.Scene, 
     words = [M.VOCAB[i] for i in ids]
     default = next((k for k, w in enumerate(words) if w in M.OBJECT_WORDS), 0)
     c1, c2 = st.columns([2, 1])
-    t = c1.selectbox("Word of the caption", range(len(words)), index=default,
-                     format_func=lambda k: f"t = {k}: {words[k]}", key=f"{PAGE}_sal_word")
+    t = c1.selectbox("Word of the caption", range(1, len(words) + 1), index=default,
+                     format_func=lambda k: f"t = {k}: {words[k - 1]}", key=f"{PAGE}_sal_word")
     method = c2.radio("Method", ["gradient", "occlusion"], key=f"{PAGE}_sal_method", horizontal=True)
-    t = min(int(t), len(words) - 1)
-    heat = M.saliency(model, M.pixels(image[None]), ids, t, method)
+    t = min(int(t), len(words))
+    heat = M.saliency(model, M.pixels(image[None]), ids, t - 1, method)  # the engine counts ids from 0
     mask = world.from_scene(scene, int(st.session_state.get(f"{PAGE}_rows", 0))).object_masks()[0]
     share = M.object_share(heat, mask)
-    plot_heat(fig.scene_figure(image, heat, f"saliency of “{words[t]}” (t = {t})"), key=f"{PAGE}_saliency_fig")
+    plot_heat(fig.scene_figure(image, heat, f"saliency of “{words[t - 1]}” (t = {t})"), key=f"{PAGE}_saliency_fig")
     st.markdown(f"**{share:.0%}** of the saliency lies on object pixels, which cover {mask.mean():.0%} of the "
                 f"image; **{1 - share:.0%}** lies on the background.")
     st.caption("Gradient: |∂ log p(w_t | w_<t, v) / ∂ pixel|, the largest of the three channels. Occlusion: how "
@@ -322,7 +362,7 @@ def hallucination_section(caps: Captioners) -> None:
     st.markdown("In training, a scene on water holds a boat with probability **p** (elsewhere 1 in 4). The more "
                 "often water comes with a boat, the more “water” alone predicts “boat”, and a captioner names a "
                 "boat that is not there: the lecture's beach that raises the probability of a surfboard.")
-    join = st.radio("Example from", list(M.JOINS), index=1, format_func=M.JOINS.get, key=f"{PAGE}_ex_join",
+    join = st.radio("Example from", list(M.JOINS), index=1, format_func=JOIN_LABELS.get, key=f"{PAGE}_ex_join",
                     horizontal=True)
     model = caps.models[join]
     example = shared_value(_boat_example, caps.source, model, key=(PAGE, "example", caps.source, model.config))
@@ -392,7 +432,7 @@ def train_section() -> None:
             def report(step: int, total: int, loss: dict) -> None:
                 if step % 10 == 0 or step == total:
                     bar.progress(step / total, text=f"Step {step} of {total}: loss " + ", ".join(
-                        f"{M.JOINS[k]} {v:.3f}" for k, v in loss.items()))
+                        f"{JOIN_LABELS[k]} {v:.3f}" for k, v in loss.items()))
 
             def compute():
                 models, history = M.train_pair(config, report)
