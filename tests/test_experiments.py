@@ -38,13 +38,18 @@ from rnnviz.experiments.cost import (
 from rnnviz.experiments.delay import (
     AT_CHANCE_MARGIN,
     DEFAULT_RECIPE,
+    RECENT_RUNS,
     DelayRun,
     DelaySweep,
     DelaySweepConfig,
+    SweepClock,
     matching_hidden,
     parameter_breakdown,
     parameter_count,
+    run_copy,
     run_delay_sweep,
+    seconds_left,
+    torch_threads,
 )
 from rnnviz.experiments.tasks import IGNORE, DelayedCopy, delayed_copy_batch, train_delayed_copy
 from rnnviz.figures.experiments import cost_time_figure, critical_path_figure, delay_sweep_figure, state_memory_figure
@@ -198,6 +203,61 @@ def test_sweep_is_fair_and_its_bands_are_the_seed_statistics(monkeypatch):
     for kind in ("rnn", "lstm"):
         alone = train_delayed_copy(config.run_config(kind, 3, 6))
         assert sweep.select(kind, 3)[1].eval_accuracy == tuple(alone.eval_accuracy)
+
+
+def test_time_left_is_each_models_latest_run_times_over_the_runs_to_go():
+    assert RECENT_RUNS == 2
+    # The RNN's runs took 12, 8 and 10 s (its latest two: mean 9 s), the LSTM's one run 4 s. Still to go: an LSTM
+    # run a quarter done, then an RNN and an LSTM run: 0.75 · 4 + 9 + 4 = 16 s.
+    finished = [("rnn", 12.0), ("lstm", 4.0), ("rnn", 8.0), ("rnn", 10.0)]
+    assert seconds_left(finished, ["lstm", "rnn", "lstm"], 0.25) == pytest.approx(16.0)
+    assert seconds_left(finished, ["rnn"], 0.5) == pytest.approx(4.5)
+    assert seconds_left(finished, []) == 0.0
+    # A model with no finished run yet: no estimate, rather than one borrowed from the other model's times.
+    assert seconds_left([("rnn", 9.0)], ["rnn", "lstm"]) is None
+    assert seconds_left([], ["rnn"]) is None
+
+
+def test_sweep_clock_times_only_the_runs_this_sweep_trains():
+    """A tiny real sweep where one run is found stored (as when another user trained it): the clock expects the
+    runs still to train, at the wall time its own trained runs took, and never counts the stored run's time."""
+    config = DelaySweepConfig(alphabet=3, length=8, delays=(1, 3), hidden=6, embed_dim=4, steps=4, batch=4,
+                              seeds=1, eval_every=2)
+    plan = config.runs()
+    assert [(rc.kind, rc.task.delay) for rc in plan] == [("rnn", 1), ("lstm", 1), ("rnn", 3), ("lstm", 3)]
+    stored = {plan[2]: dataclasses.replace(run_copy(plan[2]), seconds=1000.0)}
+    clock = SweepClock([rc for rc in plan if rc not in stored])
+    said = []
+
+    def run_one(run_config):
+        if run_config in stored:
+            return stored[run_config]
+        run = run_copy(run_config)
+        clock.trained(run)
+        return run
+
+    def on_progress(done, _total, _run):
+        clock.passed(plan[done - 1])
+        said.append(clock.seconds_left())
+
+    sweep = run_delay_sweep(config, on_progress, run_one)
+    lstm_first = sweep.runs[1]
+    # After the first run only LSTM runs are left to train, and no LSTM run is timed yet; then each estimate is
+    # the one timed LSTM run, for the one LSTM run left (the stored RNN run passes at no cost); then nothing.
+    assert said == [None, lstm_first.seconds, lstm_first.seconds, 0.0]
+    assert clock.finished == [("rnn", sweep.runs[0].seconds), ("lstm", lstm_first.seconds),
+                              ("lstm", sweep.runs[3].seconds)]
+
+
+def test_torch_threads_holds_the_count_for_the_block_and_gives_the_old_one_back():
+    before = torch.get_num_threads()
+    other = 1 if before > 1 else 2
+    with torch_threads(other):
+        assert torch.get_num_threads() == other
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), torch_threads(other):
+        raise RuntimeError("a run that fails")
+    assert torch.get_num_threads() == before
 
 
 # --------------------------------------------------------------------------------------------------------

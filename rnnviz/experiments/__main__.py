@@ -31,6 +31,7 @@ def _delay_config(args):
 
 def run_delay(args) -> int:
     """One model, one delay: train-batch loss every N steps, held-out accuracy at the end."""
+    from rnnviz.experiments.delay import COPY_THREADS, torch_threads
     from rnnviz.experiments.tasks import train_delayed_copy
 
     args.delays = [args.delay]
@@ -48,7 +49,8 @@ def run_delay(args) -> int:
             window.clear()
 
     start = time.perf_counter()
-    result = train_delayed_copy(config, on_step)
+    with torch_threads(COPY_THREADS):  # as the page trains it: these small models run fastest on one thread
+        result = train_delayed_copy(config, on_step)
     seconds = time.perf_counter() - start
     print("held-out accuracy by step: " + ", ".join(
         f"{s}: {a:.4f}" for s, a in zip(result.eval_steps, result.eval_accuracy)))
@@ -59,14 +61,15 @@ def run_delay(args) -> int:
 
 def run_sweep(args) -> int:
     """The page's sweep: final held-out accuracy per model and D, mean [min, max] over seeds."""
-    from rnnviz.experiments.delay import run_delay_sweep
+    from rnnviz.experiments.delay import COPY_THREADS, run_delay_sweep, torch_threads
 
     config = _delay_config(args)
     print(f"sweep: D ∈ {list(config.delays)}, {config.seeds} seeds, H = "
           + ", ".join(f"{k.upper()} {config.hidden_for(k)}" for k in config.kinds))
-    sweep = run_delay_sweep(config, lambda done, total, run: print(
-        f"  [{done}/{total}] {run.kind.upper()} D={run.delay} seed {run.seed}: {run.final_accuracy:.4f} "
-        f"({run.seconds:.1f} s)", flush=True))
+    with torch_threads(COPY_THREADS):  # as the page trains it: these small models run fastest on one thread
+        sweep = run_delay_sweep(config, lambda done, total, run: print(
+            f"  [{done}/{total}] {run.kind.upper()} D={run.delay} seed {run.seed}: {run.final_accuracy:.4f} "
+            f"({run.seconds:.1f} s)", flush=True))
     for kind in config.kinds:
         band = sweep.final(kind)
         print(f"{kind.upper():5s} " + "  ".join(

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from rnnviz.core.charmodel import CharModel, ModelConfig
 from rnnviz.core.recurrent import GATE_BLOCKS
@@ -157,8 +159,8 @@ class DelaySweepConfig:
 # The Memory experiments page's default: the budget at which the two models part on this machine. Chosen by
 # measurement (bench/memory_recipe.py holds the sweep and the README its figures): at D = 32 the vanilla RNN
 # stays at chance on every seed while the LSTM learns part of the delay on every seed; at D = 8 both copy.
-# About 70 s of CPU on 2 cores. Only the fields named here differ from DelaySweepConfig's (and the CLI's)
-# defaults, so ``cli_command`` repeats its runs with these flags.
+# 80–100 s of CPU on one thread (COPY_THREADS; more under load). Only the fields named here differ from
+# DelaySweepConfig's (and the CLI's) defaults, so ``cli_command`` repeats its runs with these flags.
 DEFAULT_RECIPE = DelaySweepConfig(delays=(8, 16, 32), hidden=48, steps=400, batch=32)
 # Within this many points of 1/alphabet on every seed, a model "stays at chance". The held-out set scores
 # 256 × (L − D) positions (16,384 at L = 96, D = 32), so a uniform guess itself reads within about ±0.01.
@@ -301,3 +303,86 @@ def run_delay_sweep(
         if on_progress is not None:
             on_progress(done, len(plan), sweep.runs[-1])
     return sweep
+
+
+# Torch threads for delayed-copy training. Its models are small (the default's RNN H = 102, LSTM H = 48, batch
+# 32): a second thread has little to split, and while other work holds the other core it waits for that core at
+# every step. On 2 cores beside other work, the default's D = 32 runs (seed 0) took 2.4× (RNN) and 4.1× (LSTM) as
+# long on 2 threads as on 1 at 100 steps, load 6.5 (python -m bench memory_recipe, "threads"); in one measurement
+# at 400 steps, load 8, 185 s and 114 s against 10.0 s and 10.7 s. The accuracies are the same to the last digit.
+COPY_THREADS = 1
+
+
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run the block with ``count`` torch threads, then give back the count the calling thread had.
+
+    torch keeps the count per OS thread once it has run an op, and uses the last count set anywhere as the
+    default for threads that start meanwhile; so other trainings keep theirs, and a new one started during
+    the block gets ``count`` until its host sets its own (as every page run does, rnnviz.core.runtime).
+    """
+    before = torch.get_num_threads()  # also makes torch settle this thread's count before it is changed
+    if before != count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+# How many of a model's latest finished runs the time left is estimated from. The latest follow the machine's load
+# as other work starts and ends, two rather than one smooth a single slow run, and the first run of a fresh process
+# (which also pays torch's start-up) drops out once two more have finished. On the measured run times of five
+# sweeps of the default on this shared 2-core machine (load 2–6.5; python -m bench memory_recipe and the page in
+# Chromium), estimate ÷ the time then really left at each run's start was within 20% at 59 of 80 starts with the
+# latest two, 55 with the latest three, 54 with every run: nearly always while the load holds, but no past time
+# foresees a load that swings two- or threefold within the sweep (one sweep, load about 6.5: 9 of 16).
+RECENT_RUNS = 2
+
+
+def seconds_left(finished: Sequence[tuple[str, float]], to_train: Sequence[str], fraction: float = 0.0
+                 ) -> float | None:
+    """Wall seconds a sweep still needs, at the pace of the runs it has trained so far, or None before it can say.
+
+    ``finished`` holds (model kind, wall seconds) of each run trained so far, in order; ``to_train`` the kinds of
+    the runs still to train, in order, the first being under way with ``fraction`` of its steps done. Each run is
+    expected to take m[kind], the mean wall time of the latest RECENT_RUNS finished runs of its model (a vanilla
+    RNN and an LSTM of equal parameters differ about twofold; the delay D does not change the work):
+
+        left = (1 − fraction) · m[kind₀] + Σ_{k ≥ 1} m[kind_k]
+
+    None while a model still to train has no finished run to go by.
+    """
+    if not to_train:
+        return 0.0
+    times: dict[str, list[float]] = {}
+    for kind, seconds in finished:
+        times.setdefault(kind, []).append(seconds)
+    if any(kind not in times for kind in to_train):
+        return None
+    mean = {kind: sum(t[-RECENT_RUNS:]) / len(t[-RECENT_RUNS:]) for kind, t in times.items()}
+    current, *rest = to_train
+    return (1.0 - min(max(fraction, 0.0), 1.0)) * mean[current] + sum(mean[kind] for kind in rest)
+
+
+@dataclass
+class SweepClock:
+    """What a sweep's progress bar needs to say the time left: the runs still to train, in order (the first is
+    under way), and the wall time of each run trained so far. The page and bench/memory_recipe.py share it."""
+
+    pending: list[CopyTrainConfig]  # runs still to train; a run already stored elsewhere is left out by the caller
+    finished: list[tuple[str, float]] = field(default_factory=list)  # (kind, wall seconds) of each run trained
+
+    def trained(self, run: DelayRun) -> None:
+        """A run has been trained: its wall time now counts toward its model's estimate."""
+        self.finished.append((run.kind, run.seconds))
+
+    def passed(self, run_config: CopyTrainConfig) -> None:
+        """The sweep has moved past this run (trained, or found stored): it is no longer to train."""
+        if run_config in self.pending:
+            self.pending.remove(run_config)
+
+    def seconds_left(self, fraction: float = 0.0) -> float | None:
+        """``seconds_left`` for the runs still to train, ``fraction`` of the first one done."""
+        return seconds_left(self.finished, [rc.kind for rc in self.pending], fraction)
