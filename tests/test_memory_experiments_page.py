@@ -7,6 +7,7 @@ import pytest
 
 from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, ConditioningConfig, run_conditioning
 from rnnviz.experiments.delay import AT_CHANCE_MARGIN, DEFAULT_RECIPE, run_copy
+from rnnviz.ui.memory import sweep_progress_text
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/memory_experiments.py"
@@ -32,7 +33,7 @@ def test_delay_sweep_runs_quick_and_shows_its_measurements(page):
     text = page_text(at)
     for delay in (2, 8):
         shown = runs[runs["D"] == delay].groupby("model")["final held-out accuracy"].mean()
-        line = re.search(rf"D = {delay}: vanilla RNN ([0-9.]+), LSTM ([0-9.]+)", text)
+        line = re.search(rf"D = {delay}: vanilla RNN ([0-9.]+) \(.*\), LSTM ([0-9.]+)", text)
         assert line, text
         assert float(line.group(1)) == pytest.approx(shown["vanilla RNN"], abs=0.006)
         assert float(line.group(2)) == pytest.approx(shown["LSTM"], abs=0.006)
@@ -45,6 +46,49 @@ def test_delay_sweep_runs_quick_and_shows_its_measurements(page):
     last = runs.iloc[-1]
     assert last["final held-out accuracy"] == round(alone.final_accuracy, 4)
     assert len(at.get("plotly_chart")) == 2
+
+
+def test_first_look_shows_how_each_model_starts_and_names_no_winner(page):
+    """Issue 27: 40 steps cannot say which model holds a delay, so the first look gives each model's held-out
+    accuracy (mean, lowest and highest seed) beside chance, and no verdict, however far apart the two start."""
+    at = page.toggle(key="memory_delay_quick").set_value(True).run()
+    if not at.button(key="memory_delay_run").disabled:  # disabled when another test here has stored these runs
+        at.button(key="memory_delay_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    runs = at.dataframe[1].value
+    (first_look,) = [m.value for m in at.markdown if m.value.startswith("How each model starts")]
+    assert first_look.splitlines()[0] == ("How each model starts: held-out accuracy after 40 steps, mean over 3 seeds "
+                                          "(lowest–highest seed), against chance 1/4 = 0.25:")
+    for delay in (2, 8):
+        seeds = runs[runs["D"] == delay].groupby("model")["final held-out accuracy"]
+        stats = {model: (g.mean(), g.min(), g.max()) for model, g in seeds}
+        line = re.search(rf"^- D = {delay}: vanilla RNN ([0-9.]+) \(([0-9.]+)–([0-9.]+)\), LSTM ([0-9.]+) "
+                         r"\(([0-9.]+)–([0-9.]+)\)$", first_look, re.MULTILINE)
+        assert line, first_look
+        assert [float(g) for g in line.groups()] == pytest.approx([*stats["vanilla RNN"], *stats["LSTM"]], abs=0.006)
+    assert "**" not in first_look  # nothing in bold
+    text = page_text(at)
+    for verdict in ("ahead", "leader", "keeps part of the delay"):
+        assert verdict not in text, verdict
+    assert not at.success
+    assert any(i.value.startswith("A first look is too short to compare the two models") for i in at.info)
+
+
+def test_delay_sweep_says_how_long_it_takes_and_the_bar_counts_runs_and_time_left(page):
+    """Issue 27: no promise of a fixed CPU time; the runs train on one core and the bar gives runs done of the
+    total and the time left, estimated from the runs already trained (rnnviz.experiments.delay.seconds_left)."""
+    (info,) = [i.value for i in page.info if "Run the sweep" in i.value]
+    assert "CPU time" not in info and "70–80 s" not in info
+    assert f"train all {len(DEFAULT_RECIPE.runs())} models, one after the other on one core" in info
+    assert "estimates the time left from the latest runs it has timed" in info
+    assert sweep_progress_text(3, 18, "LSTM, D = 8, seed 1", 200, 400, 83.6) == (
+        "3 of 18 runs done · LSTM, D = 8, seed 1: step 200 of 400 · about 1 min 24 s left at the pace of the latest "
+        "runs")
+    assert sweep_progress_text(0, 18, "vanilla RNN, D = 8, seed 0", 40, 400, None) == (
+        "0 of 18 runs done · vanilla RNN, D = 8, seed 0: step 40 of 400 · the time left is estimated once a run of "
+        "each model has finished")
+    assert sweep_progress_text(17, 18, "LSTM, D = 32, seed 2", 399, 400, 0.4).endswith("· about 0 s left at the "
+                                                                                        "pace of the latest runs")
 
 
 def test_delay_default_is_the_measured_recipe_and_the_short_run_says_it_cannot_compare(page):

@@ -7,7 +7,15 @@ import streamlit as st
 
 from rnnviz.experiments.conditioning import ConditioningConfig, ConditioningResult, run_conditioning
 from rnnviz.experiments.cost import CostConfig, CostSweep, measure_cost_at, run_cost_sweep
-from rnnviz.experiments.delay import DelaySweep, DelaySweepConfig, run_copy, run_delay_sweep
+from rnnviz.experiments.delay import (
+    COPY_THREADS,
+    DelaySweep,
+    DelaySweepConfig,
+    SweepClock,
+    run_copy,
+    run_delay_sweep,
+    torch_threads,
+)
 from rnnviz.figures.experiments import (
     MODEL_NAMES,
     cost_memory_figure,
@@ -18,7 +26,7 @@ from rnnviz.figures.experiments import (
     position_gap_figure,
     state_memory_figure,
 )
-from rnnviz.ui.memo import NotComputed, lookup, remember
+from rnnviz.ui.memo import NotComputed, is_stored, lookup, remember
 
 DELAY_RUNS = "memory-delay-run"
 COST_POINTS = "memory-cost-point"
@@ -33,29 +41,50 @@ def stored_delay_sweep(config: DelaySweepConfig) -> DelaySweep | None:
         return None
 
 
+def duration_text(seconds: float) -> str:
+    """45 → "45 s", 83.6 → "1 min 24 s"."""
+    whole = round(seconds)
+    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60} s"
+
+
+def sweep_progress_text(done: int, total: int, label: str, step: int, steps: int, left: float | None) -> str:
+    """The bar's line: runs done of the total, the run under way, and the time left (None: not known yet). The
+    estimate says whose pace it assumes: a machine that gets busier or quieter meanwhile moves it."""
+    eta = ("the time left is estimated once a run of each model has finished" if left is None
+           else f"about {duration_text(left)} left at the pace of the latest runs")
+    return f"{done} of {total} runs done · {label}: step {step} of {steps} · {eta}"
+
+
 def compute_delay_sweep(config: DelaySweepConfig) -> DelaySweep:
-    """Train the runs that are missing, one after the other, behind a progress bar (one update per percent)."""
+    """Train the runs that are missing, one after the other on COPY_THREADS torch thread(s), behind a progress bar
+    that counts the runs and estimates the time left from the wall time of the runs it has trained (one update
+    per percent)."""
     plan = config.runs()
+    clock = SweepClock([rc for rc in plan if not is_stored(DELAY_RUNS, rc)])  # stored runs cost nothing now
     total = len(plan) * config.steps
-    bar = st.progress(0.0, text=f"Run 1 of {len(plan)}…")
+    bar = st.progress(0.0, text=f"0 of {len(plan)} runs done")
     state = {"done": 0, "percent": -1}
 
     def train(run_config):
-        label = (f"Run {state['done'] + 1} of {len(plan)}: {MODEL_NAMES[run_config.kind]}, "
-                 f"D = {run_config.task.delay}, seed {run_config.seed}")
+        label = f"{MODEL_NAMES[run_config.kind]}, D = {run_config.task.delay}, seed {run_config.seed}"
 
         def on_step(step: int, _loss: float) -> None:
             percent = int(100 * (state["done"] * config.steps + step) / total)
             if percent != state["percent"]:
                 state["percent"] = percent
-                bar.progress(percent / 100, text=f"{label}, step {step} of {config.steps}")
+                bar.progress(percent / 100, text=sweep_progress_text(
+                    state["done"], len(plan), label, step, config.steps, clock.seconds_left(step / config.steps)))
 
-        return run_copy(run_config, on_step)
+        run = run_copy(run_config, on_step)
+        clock.trained(run)
+        return run
 
     def count(done: int, _total: int, _run) -> None:
         state["done"] = done
+        clock.passed(plan[done - 1])
 
-    sweep = run_delay_sweep(config, count, run_one=lambda rc: remember(DELAY_RUNS, rc, lambda: train(rc)))
+    with torch_threads(COPY_THREADS):
+        sweep = run_delay_sweep(config, count, run_one=lambda rc: remember(DELAY_RUNS, rc, lambda: train(rc)))
     bar.empty()
     return sweep
 

@@ -134,9 +134,10 @@ def delay_tab() -> None:
     if st.button("Run the sweep", key="memory_delay_run", type="primary", disabled=sweep is not None):
         sweep = compute_delay_sweep(config)
     if sweep is None:
-        st.info(f"Press **Run the sweep** to train all {len(config.runs())} models (the default's "
-                f"{len(DEFAULT_RECIPE.runs())} take 70–80 s of CPU time on this project's 2-core machine, and longer "
-                "while other work shares it).")
+        st.info(f"Press **Run the sweep** to train all {len(config.runs())} models, one after the other on one "
+                "core. The bar counts the runs done and, once a run of each model has finished, estimates the time "
+                f"left from the latest runs it has timed. The default's {len(DEFAULT_RECIPE.runs())} runs took 1½ to "
+                "2½ minutes on this project's 2-core machine beside other work, and nearly 4 when it was very busy.")
         return
 
     c1, c2, c3 = st.columns(3)
@@ -147,9 +148,14 @@ def delay_tab() -> None:
     c3.metric("Chance accuracy", f"{1 / config.alphabet:.3f}")
     sweep_fig, curves_fig = delay_figures(config)
     plot(sweep_fig, key="memory_delay_sweep_fig")
-    st.markdown("Measured (mean final accuracy over seeds):\n"
-                + "\n".join(_verdict_line(sweep, delay) for delay in config.delays))
-    _headline(sweep, quick)
+    if quick:  # how each model starts, and no winner: neither has had the steps to learn a long delay
+        st.markdown(_first_look_text(sweep))
+        st.info("A first look is too short to compare the two models. Switch it off and run the default to see "
+                "the LSTM keep a delay that the vanilla RNN loses.")
+    else:
+        st.markdown("Measured (mean final accuracy over seeds):\n"
+                    + "\n".join(_verdict_line(sweep, delay) for delay in config.delays))
+        _headline(sweep)
     st.caption(
         "Accuracy is measured on a fixed held-out set of fresh sequences (its own seed, never trained on), at "
         "every evaluation step. A model at chance has learned nothing about the symbol D steps back; one above "
@@ -171,6 +177,20 @@ def delay_tab() -> None:
         st.code(config.cli_command(last.kind, last.delay, last.seed), language="bash")
 
 
+def _first_look_text(sweep: DelaySweep) -> str:
+    """Where each model stands after the first look's few steps, per D, beside chance; it names no leader."""
+    config = sweep.config
+    lines = [f"How each model starts: held-out accuracy after {config.steps} steps, mean over {config.seeds} "
+             f"seed{'s' if config.seeds > 1 else ''} (lowest–highest seed), against chance 1/{config.alphabet} = "
+             f"{config.chance:.2f}:"]
+    for delay in config.delays:
+        verdict = sweep.verdict(delay)
+        lines.append(f"- D = {delay}: " + ", ".join(
+            f"{MODEL_NAMES[k]} {verdict.means[k]:.2f} ({verdict.lows[k]:.2f}–{verdict.highs[k]:.2f})"
+            for k in config.kinds))
+    return "\n".join(lines)
+
+
 def _verdict_line(sweep: DelaySweep, delay: int) -> str:
     """One bullet: the means, who is ahead on every seed, and who stayed at chance on every seed."""
     verdict = sweep.verdict(delay)
@@ -189,7 +209,7 @@ def _verdict_line(sweep: DelaySweep, delay: int) -> str:
     return line
 
 
-def _headline(sweep: DelaySweep, quick: bool) -> None:
+def _headline(sweep: DelaySweep) -> None:
     """The lesson in one sentence when the run shows it, and why not when it does not."""
     config = sweep.config
     kept = [v for v in (sweep.verdict(d) for d in config.delays) if v.decisive and v.leader == "lstm"]
@@ -202,9 +222,6 @@ def _headline(sweep: DelaySweep, quick: bool) -> None:
             r"$c_t = f_t \odot c_{t-1} + i_t \odot g_t$ carries the error back across the $D$ steps, while the "
             "RNN's, multiplied by $W_{hh}$ and tanh′ at every step, fades on the way (see Gradient decay)."
         )
-    elif quick:
-        st.info("A first look is too short to compare the two models. Switch it off and run the default to see "
-                "the LSTM keep a delay that the vanilla RNN loses.")
     elif "lstm" in config.kinds and "rnn" in config.kinds:
         st.info(
             "With these settings no delay separates the two models: the LSTM is not ahead of a vanilla RNN at "

@@ -26,8 +26,11 @@ def test_memory_experiments_run_quick_in_browser(page, base_url):
     assert page.get_by_role("heading", name="Memory experiments", level=1).is_visible()
 
     panel = _run_quick(page, "1 · Delayed copy: RNN against LSTM", "12 runs in all", "Run the sweep",
-                       "Measured (mean final accuracy over seeds)", toggle="A first look (too short to compare)")
+                       "How each model starts", toggle="A first look (too short to compare)")
     assert panel.get_by_text("D = 8: vanilla RNN").is_visible()
+    # A first look names no winner (issue 27): no verdict, in bold or otherwise.
+    expect(panel.get_by_text("ahead on every seed")).to_have_count(0)
+    expect(panel.get_by_text("A first look is too short to compare the two models")).to_be_visible()
     expect(panel.locator(".js-plotly-plot")).to_have_count(2, timeout=60_000)  # charts land after the text
     screenshot_whole_page(page, "memory-experiments-delay")
 
