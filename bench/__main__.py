@@ -13,6 +13,10 @@ import sys
 import time
 from pathlib import Path
 
+# rnnviz first: it sets the OpenMP wait policy (GOMP_SPINCOUNT), which must precede torch's import.
+import rnnviz  # noqa: F401
+
+# isort: split
 import torch
 
 # Module names under bench/, each with a run() -> dict.
@@ -42,11 +46,19 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}", file=sys.stderr)
         return 2
-    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    results = previous.get("benchmarks", {})
     load_before = os.getloadavg()[0]
     for name in names:
-        results[name] = importlib.import_module(f"bench.{name}").run()
+        row = importlib.import_module(f"bench.{name}").run()
+        write_row(name, row, load_before)  # at once, re-reading the file: a row another run wrote meanwhile stays
+    print(f"\nwrote {RESULTS}")
+    return 0
+
+
+def write_row(name: str, row: dict, load_before: float) -> None:
+    """Merge one benchmark's row into results.json, with the machine it ran on."""
+    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results = previous.get("benchmarks", {})
+    results[name] = row
     out = {
         "machine": {"python": platform.python_version(), "torch": torch.__version__,
                     "threads": torch.get_num_threads(), "cuda": torch.cuda.is_available(),
@@ -56,8 +68,6 @@ def main(argv: list[str]) -> int:
         "benchmarks": results,
     }
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"\nwrote {RESULTS}")
-    return 0
 
 
 if __name__ == "__main__":
