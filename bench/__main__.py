@@ -35,6 +35,7 @@ BENCHMARKS = [
     "mingru_speed",
     "ray_overhead",
     "time_to_words",
+    "hidden_state_page",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

@@ -1,6 +1,7 @@
 """Hidden state in an RNN, an LSTM, a minGRU and a Transformer: carried sizes from the tensors, memory probes on
 the four shipped english-docs models, the context bottleneck against the ordinary loss, and the page."""
 
+import html
 import json
 import math
 
@@ -56,6 +57,44 @@ def test_carried_bytes_are_the_tensors_sizes_flat_flat_linear():
         assert carried.numel == sum(x.numel() for x in tensors)
     carried, _ = hs.carried_state(gpt, ids, 10)
     assert carried.window_start == 3  # positions 3…10: the last 8 characters
+
+
+def test_the_heat_strips_are_the_carried_tensors_coloured_by_their_own_largest_value():
+    """One image per carried tensor: one pixel column block per unit, coloured by value ÷ max |value| on RdBu_r
+    (−1 blue, 0 white, +1 red), the max in its label; a K or V has one row block per cached position."""
+    from rnnviz.figures.hidden_state import carried_strips, diverging_rgb
+
+    ids = torch.randint(0, 11, (12,), generator=torch.Generator().manual_seed(1))
+    lstm = small("lstm")
+    carried, (h, c) = hs.carried_state(lstm, ids, 5)
+    strips = carried_strips(carried, width_px=40, block_px=30)
+    assert [s.label.split(" · ")[0] for s in strips] == ["h (layer 1)", "h (layer 2)", "c (layer 1)", "c (layer 2)"]
+    peak = float(c[1, 0].abs().max())
+    assert strips[3].label == f"c (layer 2) · max |·| {peak:.2g}"
+    unit_px = 5  # 40 px over H = 8 units
+    row = strips[3].image[0, ::unit_px]  # one pixel per unit
+    np.testing.assert_array_equal(row, diverging_rgb((c[1, 0] / peak).numpy()))
+    assert diverging_rgb(np.array([-1.0, 0.0, 1.0])).tolist() == [[5, 48, 97], [247, 247, 247], [103, 0, 31]]
+    gpt = small("transformer", n_head=2, block_size=8)
+    carried, cache = hs.carried_state(gpt, ids, 5)
+    strips = carried_strips(carried, width_px=40, block_px=30)
+    assert [s.label.split(" · ")[0] for s in strips] == [f"{x} (layer {n}), s = 0…5" for n in (1, 2) for x in "KV"]
+    assert strips[0].image.shape == (6 * 5, 8 * 5, 3)  # 6 positions of 30 // 6 px, 8 units of 5 px
+
+
+def test_the_attention_table_is_each_heads_row_at_t_with_escaped_characters():
+    from rnnviz.figures.hidden_state import attention_table
+
+    gpt = small("transformer", n_head=2, block_size=8)
+    text = "<b>&'x\n"
+    ids = torch.tensor([ord(ch) % 11 for ch in text])
+    start, weights = hs.attention_at(gpt, ids, 5)
+    table = attention_table(weights, text, start)
+    header = table.split("<tr>")[1]  # the characters s = 0…5 above the columns, each escaped
+    assert "<b>" not in table and all(f">{html.escape(ch)}<" in header for ch in "<b>&'")
+    assert table.count("<td ") == 2 * 2 * 6  # (layer, head) rows × the six characters s = 0…5
+    for s, ch in enumerate(text[:6]):
+        assert f"layer 2 head 1 reads {html.escape(repr(ch))} (s = {s}) with weight {weights[1, 0, s]:.3f}" in table
 
 
 def test_a_mingru_carries_its_h_t_alone_flat_in_t():

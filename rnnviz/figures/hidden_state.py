@@ -1,12 +1,15 @@
-"""Figures of the hidden-state page: carried state as heat strips, carried bytes against t, attention of one
-position, memory-probe accuracy against k, and the loss against the context read."""
+"""Figures of the hidden-state page: carried state as heat strips (images), carried bytes against t, attention of
+one position, memory-probe accuracy against k, and the loss against the context read."""
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 from rnnviz.figures import PALETTE, house_style
@@ -15,52 +18,61 @@ from rnnviz.interpret.hidden_state import Carried, ProbeCurve
 
 MODEL_COLOURS = {"rnn": PALETTE["input"], "lstm": PALETTE["hidden"], "gru": PALETTE["weight"],
                  "mingru": "#9d755d", "transformer": PALETTE["output"]}  # minGRU brown: orange marks t
-STRIP_HEIGHT = 300  # the tallest heat strip (a K/V cache), px: with the t slider, all four fit on a 900 px screen
+# Heat strips of what each model carries: plotly's RdBu_r (blue −, white 0, red +), stops evenly spaced.
+RDBU_R = np.array([[int(x) for x in c[4:-1].split(",")] for c in plotly.colors.sequential.RdBu_r], dtype=float)
+BLUES = np.array([[int(x) for x in c[4:-1].split(",")] for c in plotly.colors.sequential.Blues], dtype=float)
+MISSING_RGB = (225, 225, 225)
+STRIP_WIDTH_PX = 480  # about a column's width when four models sit in two rows of two
+STRIP_BLOCK_PX = 40  # a K or V cache keeps about this height whatever t: one row per position, thinner as t grows
+VECTOR_PX = 18  # the height of a strip of one vector (h_t, c_t)
+TABLE_PX = 800  # the columns of an attention table share about this width (each 10–36 px)
 
 
 def _colour(name: str) -> str:
     return next((c for kind, c in MODEL_COLOURS.items() if name.lower().startswith(kind)), PALETTE["theory"])
 
 
-def carried_figure(carried: Carried, title: str = "") -> go.Figure:
-    """Each carried tensor as a heat strip: one row per vector (h, c) or per cached position (the K and V rows
-    of positions s = window start…t). Each tensor is coloured relative to its own largest |value| (shown in
-    its label), so a small h_t beside a large c_t stays visible; hovering gives the raw value."""
-    fig = go.Figure()
-    raw, scaled, ticks, tick_rows = [], [], [], []
+@dataclass(frozen=True)
+class Strip:
+    """One carried tensor as an image: a row of pixels per vector (h, c) or per cached position (K, V)."""
+
+    label: str  # what it is and the |value| that its colours are scaled to: "h (layer 1) · max |·| 0.98"
+    image: np.ndarray  # (height px, width px, 3) uint8
+
+
+def diverging_rgb(scaled: np.ndarray) -> np.ndarray:
+    """Values in [−1, 1] to RGB (uint8) on plotly's RdBu_r: −1 dark blue, 0 near white, +1 dark red; NaN grey."""
+    pos = (np.clip(np.nan_to_num(scaled), -1, 1) + 1) / 2 * (len(RDBU_R) - 1)  # 0 … 10
+    low = np.minimum(pos.astype(int), len(RDBU_R) - 2)
+    frac = (pos - low)[..., None]
+    rgb = RDBU_R[low] * (1 - frac) + RDBU_R[low + 1] * frac
+    rgb[np.isnan(scaled)] = MISSING_RGB
+    return np.rint(rgb).astype(np.uint8)
+
+
+def carried_strips(carried: Carried, width_px: int = STRIP_WIDTH_PX, block_px: int = STRIP_BLOCK_PX) -> list[Strip]:
+    """Each carried tensor as a heat strip, coloured relative to its own largest |value| (in its label), so a
+    small h_t beside a large c_t stays visible: one image row per vector, or one per cached position s of a K
+    or V (s = window start…t, top to bottom), each about ``block_px`` tall, about ``width_px`` wide.
+
+    Images, not charts: a step of t swaps four of them, where redrawing four plotly charts took the browser
+    most of a second."""
+    strips = []
     for tensor in carried.tensors:
         values = np.atleast_2d(tensor.values)  # (1, H) or (t, C)
         peak = float(np.abs(values).max()) or 1.0
-        tick_rows.append(len(raw) + (values.shape[0] - 1) / 2)
-        span = "" if values.shape[0] == 1 else f", s = {carried.window_start}…{carried.t}"
-        ticks.append(f"{tensor.name}{span}<br>max |·| {peak:.2g}")
-        raw.extend(values)
-        scaled.extend(values / peak)
-    width = max(len(r) for r in raw)
-    # float32: the figure goes to the browser as binary arrays, and a K/V cache is thousands of cells
-    z, custom = np.full((len(raw), width), np.nan, np.float32), np.full((len(raw), width), np.nan, np.float32)
-    for i, (row, row_scaled) in enumerate(zip(raw, scaled)):
-        custom[i, : len(row)] = row
-        z[i, : len(row)] = row_scaled
-    fig.add_trace(go.Heatmap(z=np.round(z, 4), customdata=np.round(custom, 4), colorscale="RdBu_r", zmid=0,
-                             zmin=-1, zmax=1, colorbar=dict(thickness=12, title=dict(text="÷ max", side="right")),
-                             hovertemplate="unit %{x}: %{customdata:.3f}<extra></extra>"))
-    for edge in np.cumsum([np.atleast_2d(t.values).shape[0] for t in carried.tensors])[:-1]:
-        fig.add_hline(y=edge - 0.5, line=dict(color="black", width=1.5))
-    fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=tick_rows, ticktext=ticks,
-                     tickfont=dict(size=12))
-    fig.update_xaxes(title_text="unit")
-    house_style(fig, height=min(110 + 10 * len(raw), STRIP_HEIGHT))
-    if title:
-        fig.update_layout(title=dict(text=title, font=dict(size=15)))
-    else:  # named by the page right above it: no room spent on a title
-        fig.update_layout(margin=dict(t=10))
-    return fig
+        rows, units = values.shape
+        unit_px = max(1, -(-width_px // units))  # whole pixels per unit: the image is scaled to its column
+        row_px = VECTOR_PX if rows == 1 else max(1, block_px // rows)
+        image = diverging_rgb(values / peak).repeat(row_px, axis=0).repeat(unit_px, axis=1)
+        span = "" if rows == 1 else f", s = {carried.window_start}…{carried.t}"
+        strips.append(Strip(f"{tensor.name}{span} · max |·| {peak:.2g}", image))
+    return strips
 
 
-
-def carried_bytes_figure(curves: dict[str, np.ndarray], text: str, t: int) -> go.Figure:
-    """Bytes carried into step t+1 against t, one line per model (flat for h_t and c_t, linear for K and V)."""
+def carried_bytes_figure(curves: dict[str, np.ndarray], text: str) -> go.Figure:
+    """Bytes carried into step t+1 against t, one line per model (flat for h_t and c_t, linear for K and V): the
+    same for every t, so drawn once per sentence."""
     fig = go.Figure()
     chars = [visible_char(c) for c in text]
     for name, curve in curves.items():
@@ -76,28 +88,48 @@ def carried_bytes_figure(curves: dict[str, np.ndarray], text: str, t: int) -> go
         fig.add_annotation(x=len(text) - 1, y=max(flat.values()), xanchor="right", yanchor="bottom",
                            showarrow=False, font=dict(size=14),
                            text="flat: " + ", ".join(f"{n} {b:,} bytes" for n, b in flat.items()))
-    fig.add_vline(x=t, line=dict(color=PALETTE["highlight"], dash="dot"))
     fig.update_xaxes(title_text="t (characters read − 1)")
     fig.update_yaxes(title_text="bytes carried into t+1", rangemode="tozero")
     fig.update_layout(legend=dict(orientation="h", y=1.12))
     return house_style(fig, height=340)
 
 
-def attention_figure(weights: np.ndarray, text: str, start: int) -> go.Figure:
-    """Attention of one position: rows are (layer, head), columns the characters it may read, s = start…t."""
+def attention_table(weights: np.ndarray, text: str, start: int) -> str:
+    """Attention of one position as an HTML heat table: rows are (layer, head), columns the characters it may
+    read, s = start…t, each cell coloured by its weight (white 0, dark blue 1) with the weight on hover.
+
+    A table, not a chart: a step of t redraws it, and the browser draws a table of a few hundred cells at once
+    where a new plotly chart took it a sixth of a second. Characters are escaped one by one; colours are built
+    from numbers only."""
     layers, heads, width = weights.shape
-    z = weights.reshape(layers * heads, width)
-    labels = [f"layer {layer + 1} head {h + 1}" for layer in range(layers) for h in range(heads)]
     chars = [visible_char(c) for c in text[start : start + width]]
-    ticks = [f"{c}<br>{start + s}" if width <= 40 or s % 4 == 0 else c for s, c in enumerate(chars)]
-    fig = go.Figure(go.Heatmap(z=np.round(z, 4), x=list(range(width)), y=labels, zmin=0, zmax=1,
-                               colorscale="Blues", colorbar=dict(title=dict(text="weight"), thickness=12),
-                               customdata=np.broadcast_to(np.array(chars), z.shape),
-                               hovertemplate="%{y} reads '%{customdata}' with weight %{z:.3f}<extra></extra>"))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(width)), ticktext=ticks, tickangle=0,
-                     title_text="earlier character s (its position below it)")
-    fig.update_yaxes(autorange="reversed")
-    return house_style(fig, height=120 + 28 * len(labels))
+    cell = f"padding:0;width:{max(10, min(36, TABLE_PX // width))}px;height:22px;border:1px solid #fff"
+    head = "".join(f"<th style='font-weight:normal;padding:0 1px;text-align:center'>{html.escape(c)}"
+                   f"{f'<br><small>{start + i}</small>' if width <= 40 or i % 4 == 0 else ''}</th>"
+                   for i, c in enumerate(chars))
+    rows = []
+    for layer in range(layers):
+        for h in range(heads):
+            label = f"layer {layer + 1} head {h + 1}"
+            cells = "".join(
+                f"<td title='{label} reads {html.escape(repr(chars[i]))} (s = {start + i}) with weight {w:.3f}' "
+                f"style='{cell};background:rgb({r},{g},{b})'></td>"
+                for i, (w, (r, g, b)) in enumerate(zip(weights[layer, h], sequential_rgb(weights[layer, h]))))
+            rows.append(f"<tr><th style='font-weight:normal;text-align:right;white-space:nowrap;padding-right:6px'>"
+                        f"{label}</th>{cells}</tr>")
+    return (f"<table style='border-collapse:collapse;font-size:14px'>"
+            f"<tr><th></th>{head}</tr>{''.join(rows)}</table>"
+            "<div style='font-size:13px;color:#666'>earlier character s (its position below it); "
+            "colour: the weight, white 0 … dark blue 1; hover a cell for its value</div>")
+
+
+def sequential_rgb(values: np.ndarray) -> list[tuple[int, int, int]]:
+    """Weights in [0, 1] to RGB on plotly's Blues (white 0, dark blue 1), as whole numbers."""
+    pos = np.clip(np.nan_to_num(values), 0, 1) * (len(BLUES) - 1)
+    low = np.minimum(pos.astype(int), len(BLUES) - 2)
+    frac = (pos - low)[..., None]
+    rgb = np.rint(BLUES[low] * (1 - frac) + BLUES[low + 1] * frac).astype(int)
+    return [tuple(int(x) for x in row) for row in rgb]
 
 
 def attended_figure(queries: np.ndarray, weights: np.ndarray, text: str, s: int) -> go.Figure:

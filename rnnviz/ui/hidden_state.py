@@ -46,6 +46,8 @@ PER_ROW = 2  # columns per row when four models are shown: four side by side are
 MINGRU_TRADE = (r"Its gate $z_t$ and candidate $\tilde h_t$ read $x_t$ only, never $h_{t-1}$: what it writes "
                 "cannot depend on what it already holds. In exchange every $h_t$ is a scan over the sequence, so it "
                 "trains across all $t$ at once.")
+STRIPS_KEY = ("Each strip is one tensor, one column per unit (a K or V: one row per cached position s, top to "
+              "bottom), coloured relative to its own largest |value|: dark blue −max, white 0, dark red +max.")
 SOURCE_LABELS = {"shipped": "shipped", "live": "live-trained", "uploaded": "uploaded", "race": "from the race"}
 DEFAULT_SENTENCE = "The function returns a list of the values, in order."
 
@@ -260,10 +262,10 @@ def sizes_caption(carried: hs.Carried) -> str:
     return f"**{carried.numel:,} numbers, {carried.nbytes:,} bytes**: " + ", ".join(parts)
 
 
-def _carried_at(model, ids: torch.Tensor, t: int) -> tuple[str, int, object]:
-    """(sizes caption, window start, heat-strip figure) of what ``model`` carries after reading ids[0…t]."""
+def _carried_at(model, ids: torch.Tensor, t: int) -> tuple[str, int, list[fig.Strip]]:
+    """(sizes caption, window start, heat strips) of what ``model`` carries after reading ids[0…t]."""
     carried, _ = hs.carried_state(model, ids, t)
-    return sizes_caption(carried), carried.window_start, fig.carried_figure(carried)
+    return sizes_caption(carried), carried.window_start, fig.carried_strips(carried)
 
 
 @st.fragment
@@ -299,15 +301,16 @@ def draw_carried(slot_list: list[Slot], t: int) -> None:
                 st.warning(f"The sentence is longer than this Transformer's context of "
                            f"{slot.model.block_size} characters: its window starts at position "
                            f"{window_start} ({literal(repr(text[window_start]))}).", icon=":material/crop:")
-            plot(strips, key=f"{PAGE}_carried_{slot.name}")
+            with st.container(key=f"{PAGE}_carried_{slot.name}", gap=None):
+                for strip in strips:
+                    st.image(strip.image, caption=strip.label, width="stretch")
             if slot.model.config.kind == "mingru":
                 st.caption(MINGRU_TRADE)
+    st.caption(STRIPS_KEY)
     readable = [s for s in slot_list if s.ids is not None]
     if readable:
         models = [(s.name, s.model, s.ids) for s in readable]
-        curves = slot_value(_bytes_curves, readable, models, key=("bytes", text))
-        plot(slot_value(fig.carried_bytes_figure, readable, curves, text, t, key=("bytes", text, t)),
-             key=f"{PAGE}_bytes")
+        plot(slot_value(_bytes_fig, readable, models, text, key=("bytes", text)), key=f"{PAGE}_bytes")
         st.caption("Measured from the tensors after every character: the RNN's h_t, the LSTM's h_t and c_t and "
                    "the minGRU's h_t (one per layer) stay the same size; the Transformer's K and V cache grows by "
                    "2·L·C numbers per character (until its context is full).")
@@ -320,14 +323,14 @@ def _grid(count: int) -> list:
     return [col for start in range(0, count, PER_ROW) for col in st.columns(PER_ROW)][:count]
 
 
-def _bytes_curves(models: list[tuple[str, Any, torch.Tensor]]) -> dict[str, np.ndarray]:
+def _bytes_fig(models: list[tuple[str, Any, torch.Tensor]], text: str):
     """Bytes carried after every character of the sentence, per model: the same for every t, so built once."""
-    return {name: hs.carried_bytes_curve(model, ids) for name, model, ids in models}
+    return fig.carried_bytes_figure({name: hs.carried_bytes_curve(model, ids) for name, model, ids in models}, text)
 
 
-def _attention_fig(model, ids: torch.Tensor, text: str, t: int):
+def _attention_table(model, ids: torch.Tensor, text: str, t: int) -> str:
     start, weights = hs.attention_at(model, ids, t)
-    return fig.attention_figure(weights, text, start)
+    return fig.attention_table(weights, text, start)
 
 
 def _attended(model, ids: torch.Tensor, text: str, s: int) -> tuple[np.ndarray, np.ndarray, object]:
@@ -359,8 +362,8 @@ def draw_attention_at(slot_list: list[Slot], t: int) -> None:
     tt = min(t, len(slot.ids) - 1)
     st.markdown(f"Row (layer, head): how much position t = {tt} ({literal(repr(text[tt]))}) reads each earlier "
                 "character s ≤ t; each row sums to 1. Nothing after t is visible (the causal mask).")
-    plot(slot_value(_attention_fig, [slot], slot.model, slot.ids, text, tt, key=("attention", text, tt)),
-         key=f"{PAGE}_attention")
+    with st.container(key=f"{PAGE}_attention"):
+        st.html(slot_value(_attention_table, [slot], slot.model, slot.ids, text, tt, key=("attention", text, tt)))
 
 
 def readers_caption(queries: np.ndarray, weights: np.ndarray, text: str, s: int) -> str:

@@ -1,6 +1,7 @@
 """The hidden-state page in a real browser at 1400 × 900: four carried states with their sizes (RNN, LSTM, minGRU,
-Transformer, in two rows of two), the Transformer's attention map, a step of the slider, and the memory probe with
-its plot. The screenshot of the carried states goes to docs/screenshots/hidden-state.png."""
+Transformer, in two rows of two) right under the t slider that moves them, the Transformer's attention map, a step
+of the slider, and the memory probe with its plot. The screenshot of the carried states goes to
+docs/screenshots/hidden-state.png."""
 
 from playwright.sync_api import expect
 
@@ -36,14 +37,39 @@ def test_step_through_a_sentence_see_four_states_attention_and_the_probe(page, b
     nudge_slider(page, "t: the last character read", "ArrowRight", presses=3)
     assert no_exception(page)
     expect(main.get_by_text("Row (layer, head): how much position t = 15")).to_be_visible()
+    # the attention at t = 15 reads s = 0…15: one cell per (layer, head) and character, its weight on hover
+    expect(main.locator(".st-key-hidden_state_attention td")).to_have_count(2 * 4 * 16)
     page.get_by_role("button", name="Fit the probes").click()
     wait_idle(page, timeout_ms=120_000)
     expect(main.get_by_text("Dashed grey: always answering")).to_be_visible(timeout=120_000)
     assert no_exception(page)
     # What the class sees first: the carried states with their sizes, on a 1400 × 900 screen.
-    main.get_by_text("What each model carries into step t+1").scroll_into_view_if_needed()
+    main.get_by_text("What each model carries into step t+1", exact=True).scroll_into_view_if_needed()
     screenshot_from(page, "h3", "What each", DOCS / "hidden-state.png", margin_px=70)
     screenshot_whole_page(page, "hidden-state-whole")
+
+
+def test_the_t_slider_sits_right_above_the_four_strips_it_moves(page, base_url):
+    """At 1400 × 900, with the section's heading at the top of the screen, the t slider and all four carried
+    states are on the screen together, the slider above them; a step of t changes the strips in place."""
+    open_app_page(page, base_url, "hidden-state", timeout_ms=FIRST_LOAD_MS)
+    main = page.locator("[data-testid='stMain']")
+    page.evaluate("() => { const m = document.querySelector('[data-testid=stMain]');"
+                  " const h = [...m.querySelectorAll('h3')].find(e => e.textContent.startsWith('What each'));"
+                  " m.scrollTop += h.getBoundingClientRect().top - 70; }")
+    page.wait_for_timeout(300)
+    slider = main.locator("[data-testid='stSlider']").filter(has_text="t: the last character read").bounding_box()
+    height = page.viewport_size["height"]
+    assert 0 <= slider["y"] and slider["y"] + slider["height"] <= height
+    for name in ("RNN", "LSTM", "minGRU", "Transformer"):
+        box = main.locator(f".st-key-hidden_state_carried_{name}").bounding_box()
+        assert box["y"] > slider["y"] + slider["height"], name  # below the slider
+        assert box["y"] + box["height"] <= height, f"the {name}'s strips run off the screen"
+    before = main.locator(".st-key-hidden_state_carried_Transformer img").first.get_attribute("src")
+    nudge_slider(page, "t: the last character read", "ArrowRight")
+    expect(main.get_by_text("Read so far (t = 13)")).to_be_visible()
+    assert main.locator(".st-key-hidden_state_carried_Transformer img").first.get_attribute("src") != before
+    assert no_exception(page)
 
 
 def test_click_a_character_to_see_who_attends_to_it(page, base_url):
