@@ -16,6 +16,7 @@ COLOURS = (PALETTE["hidden"], PALETTE["output"], PALETTE["highlight"], PALETTE["
 MARGIN_PX = 60  # house_style's top and bottom margins together
 LABEL_GAP_PX = FONT_SIZE * 1.5  # end labels are moved apart until their centres are this far apart
 LABEL_OFFSET_PX = 14  # an end label starts this far right of its curve's end
+LABEL_ROOM = 1.25  # the x axis runs to this times the race's duration, leaving room for the end labels
 
 
 def contender_colour(index: int) -> str:
@@ -88,7 +89,10 @@ def race_figure(
         fig.add_hline(y=value, line=dict(color=PALETTE["muted"], dash="dot", width=2), annotation_text=label,
                       annotation_position="bottom right", annotation_font=dict(size=FONT_SIZE - 3,
                                                                                 color=PALETTE["theory"]))
-    fig.update_xaxes(title_text="seconds of training (each model's own clock)", range=[0, duration * 1.08])
+    step = next((s for s in (1, 2, 5, 10, 20, 25, 50, 100, 200, 500) if s >= duration / 6), duration / 6)
+    # room right of the last mark for the end labels ("1.625 · 2,254 steps"), ticks only where the race runs
+    fig.update_xaxes(title_text="seconds of training (each model's own clock)", range=[0, duration * LABEL_ROOM],
+                     tickmode="array", tickvals=[step * i for i in range(int(duration // step) + 1)])
     fig.update_yaxes(title_text="val loss (nats/char)", range=[0, top * 1.08])
     house_style(fig, height=height)
     fig.update_layout(title=dict(text="Val loss against training time", x=0.01),

@@ -50,6 +50,18 @@ def test_a_teacher_races_the_lstm_against_the_gpt(page, base_url):
     # the models stay: New race is offered, and the curves are still drawn
     expect(page.get_by_role("button", name="New race")).to_be_enabled()
     assert min(race_traces(page)) >= 2
+    # each loss with the steps it took, under the figure and at each curve's end, the end labels apart
+    expect(main.get_by_text("steps (", exact=False)).to_have_count(2)
+    ends = page.evaluate("""() => {
+        const race = [...document.querySelectorAll('.js-plotly-plot')]
+            .find(c => (c.querySelector('.gtitle')?.textContent || '').startsWith('Val loss against'));
+        const right = race.querySelector('.main-svg').getBoundingClientRect().right;
+        return [...race.querySelectorAll('.annotation-text')].filter(a => a.textContent.includes('steps'))
+            .map(a => { const r = a.getBoundingClientRect(); return [r.top, r.bottom, right - r.right]; });
+    }""")
+    assert len(ends) == 2 and all(room >= 0 for _, _, room in ends), f"an end label runs off the chart: {ends}"
+    (top_a, bottom_a, _), (top_b, bottom_b, _) = sorted(ends)
+    assert bottom_a <= top_b + 1, f"the end labels overlap: {ends}"
 
 
 def test_a_transformer_trains_on_the_live_page(page, base_url):
