@@ -92,7 +92,8 @@ def draw_probe(slot_list: list[Slot]) -> None:
         plot(fig.probe_figure(store[key]), key=f"{PAGE}_probe")
         st.caption(probe_caption(store[key], slot_list))
     else:
-        st.caption("Takes a few seconds; for the shipped models the result is shared by everyone on this server.")
+        st.caption(f"Fits {PROBE.max_k} probes for each line, which takes a while on a busy machine; for the "
+                   "shipped models it is done once and shared by everyone on this server.")
 
 
 def probe_caption(curves: list[hs.ProbeCurve], slot_list: list[Slot]) -> str:
