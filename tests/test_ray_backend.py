@@ -10,6 +10,7 @@ import os
 import secrets
 import signal
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -60,6 +61,26 @@ def past_a_checkpoint(run: LiveRun) -> None:
                "a checkpoint and steps after it", chunk=0.02)
 
 
+def children_of(pid: int) -> dict[int, str]:
+    """The child processes of ``pid`` and their states (R, S, …; Z for one that died), read from /proc."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:
+            children[int(stat.parent.name)] = fields[0]
+    return children
+
+
+def checkpoint_on_disk(run: LiveRun) -> int:
+    """The step of the run's checkpoint file as it is now, read independently of the actor."""
+    from rnnviz.charlm.checkpoint import load_checkpoint
+
+    return load_checkpoint(run.remote.checkpoint_path).step
+
+
 def actor_info(run: LiveRun) -> dict:
     return ray.get(run.remote.actor.info.remote())
 
@@ -83,12 +104,13 @@ def test_a_run_trains_on_an_actor_and_comes_back_exact(tmp_path, corpus):
     assert run.status == Status.PAUSED and run.remote.actor is None
     steps = run.step
     assert [r.step for r in run.trainer.history] == list(range(1, steps + 1))
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)  # actors train on one thread
     try:
         expected = Trainer(TINY, corpus)
         expected.run(steps)
     finally:
-        torch.set_num_threads(2)
+        torch.set_num_threads(threads)
     assert_close(run.trainer.model.state_dict(), expected.model.state_dict(), rtol=0, atol=0)
     assert [s.step for s in run.samples][:1] == [0] and all(s.step % 50 == 0 for s in run.samples)
     run.release()
@@ -132,10 +154,13 @@ def test_a_sigkilled_worker_restarts_by_itself_from_the_checkpoint(tmp_path, cor
     past_a_checkpoint(run)
     pid = actor_info(run)["pid"]
     os.kill(pid, signal.SIGKILL)
+    on_disk = checkpoint_on_disk(run)  # read after the kill: no newer one can come until the restart trains on
+    assert on_disk > 0
     tick_until([run], lambda: run.notice is not None and "Ray is restarting it" in run.notice, "the loss")
     shown = run.remote.lost_at
     tick_until([run], lambda: "restarted it by itself" in run.notice, "the restart")
     back = run.remote.exact_state["step"]
+    assert back == on_disk  # the restarted actor resumed from the checkpoint on disk, not from its arguments
     assert run.step == back  # the page went back to the checkpoint, then trains on
     assert f"lost at step {shown:,}" in run.notice and f"checkpoint of step {back:,}" in run.notice
     assert f"{shown - back:,} step" in run.notice and back <= shown
@@ -246,7 +271,15 @@ def test_a_private_ray_started_from_a_script_thread_outlives_that_thread(tmp_pat
     thread.start()
     thread.join()
     assert made[0].ok and ray.is_initialized()
-    time.sleep(1.0)  # the parent-death signal came at once when the starting thread ended
+    # Parent-death signals go out when the OS thread exits, which is a moment after join() returns: wait for
+    # that, then every process the thread started must still run.
+    task = Path(f"/proc/self/task/{thread.native_id}")
+    deadline = time.monotonic() + 30
+    while task.exists():
+        assert time.monotonic() < deadline, "the starting thread never exited"
+        time.sleep(0.01)
+    started = children_of(os.getpid())
+    assert started and all(state != "Z" for state in started.values()), started
 
     @ray.remote(num_cpus=0)
     def answer():

@@ -10,7 +10,7 @@ import pytest
 from rnnviz.charlm.corpus import Corpus, english_docs_text
 from rnnviz.charlm.live import Status
 from tests.ray_clusters import ray, shutdown_all, two_nodes
-from tests.test_ray_backend import actor_info, past_a_checkpoint, ray_run, setting, tick_until
+from tests.test_ray_backend import actor_info, checkpoint_on_disk, past_a_checkpoint, ray_run, setting, tick_until
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +74,12 @@ def test_a_run_whose_node_is_removed_comes_back_on_the_other_node(tmp_path, corp
     assert actor_info(run)["node"] == worker.node_id != head
     ray.kill(blocker)  # the head's CPU is free for the restart
     cluster.remove_node(worker)
+    on_disk = checkpoint_on_disk(run)  # read once the node is gone: nothing writes a newer one until the restart
+    assert on_disk > 0
     tick_until([run], lambda: run.notice is not None and "restarted it by itself" in run.notice, "the restart",
                timeout=120)
     back = run.remote.exact_state["step"]
+    assert back == on_disk and run.step == back  # resumed from the checkpoint on disk, not from the start
     tick_until([run], lambda: run.step > back + 5, "training on the other node")
     assert actor_info(run)["node"] == head and run.status == Status.RUNNING
     run.release()
