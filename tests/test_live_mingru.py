@@ -1,12 +1,14 @@
 """A minGRU on the live page: the Kind menu offers it with the minGRU preset's settings, a run trains it with its
 h_t carried between chunks, and the equation at the top of the page follows the chosen kind."""
 
+import pytest
 import torch
 
 from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, MINGRU_PRESET, TUNED_GPT
 from rnnviz.ui.live_setup import MINGRU_NOTE, kind_equation
 from rnnviz.ui.models import LIVE_RUN_KEY
 from tests.apptest_helpers import open_page, page_text
+from tests.test_mingru import chunk_losses_from_the_carried_and_a_zero_state
 
 PAGE = "app_pages/live_training.py"
 
@@ -53,6 +55,22 @@ def test_the_kind_menu_offers_a_mingru_with_its_preset_and_a_run_trains_it_with_
     assert at.selectbox(key=key("preset")).value == DEFAULT_PRESET and at.radio(key=key("kind")).value == "gru"
     assert at.selectbox(key=key("builtin")).value == "hello"
     assert MINGRU_NOTE not in page_text(at)
+
+
+def test_a_live_mingru_carries_its_state_from_one_chunk_into_the_next():
+    at = open_page(PAGE)
+    at.selectbox(key=key("builtin")).set_value("english-docs").run()
+    at.radio(key=key("kind")).set_value("mingru").run()
+    at.select_slider(key=key("hidden")).set_value(32).run()  # small: the property, not the quality
+    at.button(key=key("step")).click().run()
+    run = at.session_state[LIVE_RUN_KEY]
+    assert not at.exception and run.trainer.config.kind == "mingru" and run.trainer.batcher.chunks_per_epoch > 2
+    steps = run.step
+    carried, fresh = chunk_losses_from_the_carried_and_a_zero_state(run.trainer)
+    at.button(key=key("step")).click().run()
+    assert not at.exception and run.step > steps
+    assert run.trainer.history[steps].loss == pytest.approx(carried, abs=1e-6)  # the page's next chunk read it
+    assert abs(carried - fresh) > 1e-4
 
 
 def test_the_equation_under_the_title_follows_the_kind():

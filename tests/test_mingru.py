@@ -189,6 +189,31 @@ def test_state_is_fixed_size_and_carries_across_chunks():
     assert state.shape == (2, 2, 6) and carried_nbytes(state) == 2 * 2 * 6 * 4
 
 
+def chunk_losses_from_the_carried_and_a_zero_state(trainer: Trainer) -> tuple[float, float]:
+    """The loss of the trainer's next chunk from the state it carries now, and from h_0 = 0, with the weights as
+    they are now: what its next step must report, and what it would report had it dropped the state."""
+    batcher, length = trainer.batcher, trainer.batcher.seq_len
+    start = batcher.position * length
+    x, y = batcher.inputs[:, start : start + length], batcher.targets[:, start : start + length]
+    assert trainer.state is not None, "the trainer carries no state into its next chunk"
+    with torch.no_grad():
+        carried = trainer.model(x, y, trainer.state)[1].item()
+        fresh = trainer.model(x, y, None)[1].item()
+    return carried, fresh
+
+
+def test_the_trainer_feeds_chunk_1s_final_state_into_chunk_2():
+    config = TrainConfig(kind="mingru", layers=2, hidden=16, embed_dim=8, batch=2, seq_len=12, lr=3e-3,
+                         device="cpu", seed=0)
+    trainer = Trainer(config, Corpus("docs", english_docs_text()[:3000]))
+    for _ in range(3):
+        trainer.run(1)
+        carried, fresh = chunk_losses_from_the_carried_and_a_zero_state(trainer)
+        trainer.run(1)
+        assert trainer.history[-1].loss == pytest.approx(carried, abs=1e-6)
+        assert abs(carried - fresh) > 1e-4, "the carried state must change the loss, or this test shows nothing"
+
+
 def test_bad_state_is_a_clear_error():
     model = CharModel(ModelConfig(vocab_size=5, kind="mingru", hidden=6))
     with pytest.raises(ValueError, match="h_0 of shape"):
