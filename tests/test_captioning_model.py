@@ -293,3 +293,17 @@ def test_cli_bad_input_exits_2_with_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_the_sweep_trains_each_p_and_the_boat_rate_on_empty_water_rises_with_p():
+    """A seeded small sweep: with boats never on water (p = 0) no caption of empty water names a boat; with a boat
+    on every water scene (p = 1) about half of them do. A sweep that ignored p would give one rate for both."""
+    config = M.CaptionConfig(channels=(8, 16, 16), v_dim=16, embed=16, hidden=32, n_train=600, steps=120, batch=32,
+                             seed=3)
+    points, models = M.sweep((0.0, 1.0), config, n_eval=100)
+    assert [pt.p for pt in points] == [0.0, 1.0] and set(models) == {0.0, 1.0}
+    never, always = points
+    assert never.boat_on_empty_water == 0.0
+    assert always.boat_on_empty_water > 0.25
+    counter = world.counterexamples(100, config.seed + 2000)  # what sweep measures, measured here on its models
+    assert [M.boat_rate(models[p], counter) for p in (0.0, 1.0)] == [pt.boat_on_empty_water for pt in points]

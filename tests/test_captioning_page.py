@@ -260,6 +260,11 @@ def test_sweep_and_training_run_behind_buttons(monkeypatch):
     assert not at.exception
     points = chart(at, "cap_sweep_fig")["data"]
     assert list(numbers(points[0]["x"])) == [0.25, 0.5, 1.0]
+    engine, _ = M.sweep((0.25, 0.5, 1.0), replace(sections.SWEEP_BASE, seed=0))  # the page's seed is 0
+    drawn = {trace["name"]: list(numbers(trace["y"])) for trace in points}
+    assert drawn["CHAIRi (held-out)"] == pytest.approx([pt.chair_i for pt in engine])
+    assert drawn["CHAIRs (held-out)"] == pytest.approx([pt.chair_s for pt in engine])
+    assert drawn["says “boat” on water without a boat"] == pytest.approx([pt.boat_on_empty_water for pt in engine])
     at.select_slider(key="cap_train_steps").set_value(100).run()
     at.button(key="cap_train").click().run()
     assert not at.exception
