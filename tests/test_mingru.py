@@ -4,6 +4,7 @@ and the model plugs into the Trainer, sampling, checkpoints and the CLI like the
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -29,6 +30,8 @@ from rnnviz.core.mingru import (
     scan_sequential,
 )
 from rnnviz.core.recurrent import KINDS, detach_state
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout under test
 
 TINY = dict(kind="mingru", hidden=16, embed_dim=8, batch=4, seq_len=16, lr=1e-2, device="cpu", forget_bias=None)
 
@@ -313,8 +316,7 @@ def test_the_preset_reaches_the_cli_and_the_live_menu():
 
 def test_cli_train_then_sample(tmp_path):
     (tmp_path / "notes.txt").write_text(english_docs_text()[:4000], encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["RNNVIZ_THREADS"] = "1"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RNNVIZ_THREADS": "1"}  # the checkout under test, from tmp_path
     run = subprocess.run(
         [sys.executable, "-m", "rnnviz", "train", "--corpus", "notes.txt", "--kind", "mingru", "--hidden", "16",
          "--embed-dim", "8", "--batch", "4", "--seq-len", "16", "--steps", "6", "--eval-every", "3", "--device",

@@ -38,7 +38,7 @@ from rnnviz.core.transformer import CharTransformer, KVCache, count_parameters
 V, L, C, HEADS, BLOCK = 11, 2, 16, 4, 8
 TINY = dict(kind="transformer", layers=2, hidden=16, n_head=4, block_size=16, seq_len=16, batch=4,
             optimizer="adamw", lr=3e-3, forget_bias=None, device="cpu")  # fmt: skip
-RNNVIZ = Path(sys.executable).parent / "rnnviz"
+ROOT = Path(__file__).resolve().parents[1]  # the checkout under test
 
 
 def _model(dtype=torch.float64, dropout: float = 0.0, seed: int = 0) -> CharTransformer:
@@ -362,11 +362,11 @@ def test_an_older_config_without_the_new_fields_still_loads(corpus, tmp_path):
 
 def test_the_cli_trains_a_tiny_transformer_and_samples_it(tmp_path):
     (tmp_path / "notes.txt").write_text(english_docs_text()[:4000], encoding="utf-8")
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "RNNVIZ_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RNNVIZ_THREADS": "1"}  # the checkout under test, from tmp_path
 
     def run(*args):
-        return subprocess.run([str(RNNVIZ), *args], cwd=tmp_path, capture_output=True, text=True, env=env,
-                              timeout=120)
+        return subprocess.run([sys.executable, "-m", "rnnviz", *args], cwd=tmp_path, capture_output=True, text=True,
+                              env=env, timeout=120)
 
     trained = run("train", "--corpus", "notes.txt", "--kind", "transformer", "--layers", "1", "--hidden", "16",
                   "--n-head", "4", "--block-size", "16", "--batch", "4", "--steps", "4", "--eval-every", "2",
