@@ -6,17 +6,26 @@ PIP := $(BIN)/python -m pip
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
 PORT ?= 8501
+TEST_WORKERS ?= 2  # pytest-xdist processes; each gets its share of the cores (tests/conftest.py)
 
-.PHONY: run test install install-dev chromium lint bench clean
+.PHONY: run test check install install-dev chromium lint bench clean
 
 ## Start the app on http://localhost:$(PORT) (installs into .venv first when needed).
 run: $(RUNTIME_STAMP)
 	$(BIN)/python -m streamlit run app.py --server.port $(PORT)
 
-## Install everything, then run ruff and every test, the browser tests included.
+## Install everything, then run ruff and every test, the browser tests included: all but two on TEST_WORKERS
+## processes at once, then the two that time the server under a class's load, alone (marked "alone": whatever ran
+## beside them would show in their figures).
 test: $(DEV_STAMP) chromium
 	$(BIN)/python -m ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not alone"
+	$(BIN)/python -m pytest -m alone
+
+## The inner loop: ruff and every test that starts no server, no browser and no Ray cluster (about 2 minutes).
+check: $(DEV_STAMP)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not e2e and not load and not ray"
 
 install: $(RUNTIME_STAMP)
 install-dev: $(DEV_STAMP)

@@ -13,9 +13,57 @@ from pathlib import Path
 import pytest
 import torch
 
-from rnnviz.core.runtime import configure_cpu
+from rnnviz.core.runtime import configure_cpu, physical_cores
 
+# Under pytest-xdist every worker (and every server it starts) gets its share of the cores: two workers on two
+# cores with two spinning OpenMP threads each would spend much of the machine waiting for one another.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("RNNVIZ_THREADS", str(max(1, physical_cores() // _WORKERS)))
 configure_cpu()
+
+
+def _scan_component_manifests_once() -> None:
+    """Every AppTest starts a Streamlit runtime, which scans all installed packages for components (about 0.2 s
+    of metadata parsing with this environment's 170 packages, 165 times in a run). A server scans once at its
+    start; the packages cannot change during a test run, so the tests scan once too."""
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+
+
+_scan_component_manifests_once()
+
+
+def _wait_for_script_runs_by_event() -> None:
+    """AppTest waits for each script run by waking every millisecond to scan the run's event list: in a run of
+    the suite that was about 24 s of CPU, and each wake takes the GIL from the script thread it waits for. The
+    same wait, on the run's own SHUTDOWN event: it returns when the run ends, and fails as AppTest's does when
+    the run outlasts ``timeout``."""
+    from streamlit.runtime.scriptrunner.script_runner import ScriptRunnerEvent
+    from streamlit.testing.v1 import local_script_runner
+
+    def wait_for_the_run(runner, timeout: float = 3) -> None:
+        ended = threading.Event()
+
+        def on_event(sender, event, **kwargs) -> None:
+            if event == ScriptRunnerEvent.SHUTDOWN:
+                ended.set()
+
+        runner.on_event.connect(on_event, weak=False)
+        try:
+            if runner.script_stopped() or ended.wait(timeout):
+                return
+        finally:
+            runner.on_event.disconnect(on_event)
+        runner.request_stop()
+        runner.join()
+        raise RuntimeError(f"AppTest script run timed out after {timeout}(s)")
+
+    local_script_runner.require_widgets_deltas = wait_for_the_run
+
+
+_wait_for_script_runs_by_event()
 
 SHAKESPEARE = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
 
@@ -63,3 +111,33 @@ def shakespeare_url(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/input.txt"
     server.shutdown()
+
+
+# Tests that share something expensive to start run on one xdist worker: the Ray tests share the session's
+# local cluster (two clusters on two cores would starve each other), a module that starts a server of its own with
+# its own settings keeps its tests together, so that the server starts once, and the hidden-state page's tests
+# share the memory probes the process fits once (about 10 s each time). Every other test goes wherever a worker
+# is free. (xdist's own loadgroup cannot do this with pytest 9, whose node ids no longer take its group suffix.)
+RAY_FILES = ("test_ray_backend.py", "test_ray_cluster.py", "test_backend_contract.py")
+GROUPS = {**dict.fromkeys((*RAY_FILES, "test_load_ray.py"), "ray"),
+          **{name: name for name in ("test_live_reattach.py", "test_session_ttl.py", "test_light_clients.py",
+                                     "test_hidden_state.py")}}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in RAY_FILES or item.path.name == "test_load_ray.py":
+            item.add_marker(pytest.mark.ray)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadgroup``: the tests of a group (``GROUPS``) on one worker, each other test on its own."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return GROUPS.get(nodeid.split("::", 1)[0].rsplit("/", 1)[-1], nodeid)
+
+    return GroupScheduling(config, log)

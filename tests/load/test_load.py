@@ -150,6 +150,7 @@ IN_PROCESS = Backend("in-process, 2 training slots", {"Training now": "2 of 2", 
                      "this server trains 2 models at a time", "load-figures.json")
 
 
+@pytest.mark.alone  # its health latencies would also measure whatever ran beside it
 def test_eight_sessions_two_training_and_one_waiting(browser, class_server):
     run_class(browser, class_server, IN_PROCESS)
 

@@ -39,6 +39,7 @@ ON_RAY = Backend("ray, 2 nodes × 1 CPU", {"Training on the cluster": "2 of 2", 
                  status_text="Training runs on the Ray cluster at")
 
 
+@pytest.mark.alone  # its health latencies would also measure whatever ran beside it
 def test_eight_sessions_two_training_on_ray_and_one_waiting(browser, ray_class_server):
     run_class(browser, ray_class_server, ON_RAY)
 
