@@ -15,11 +15,3 @@ def pytest_collection_modifyitems(items):
 def base_url():
     with streamlit_server() as url:
         yield url
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    yield page
-    context.close()

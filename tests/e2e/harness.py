@@ -28,6 +28,8 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 
+DEFAULT_VIEWPORT = {"width": 1400, "height": 900}
+
 APP_IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 

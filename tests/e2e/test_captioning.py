@@ -93,36 +93,32 @@ def test_the_saliency_map_is_drawn_at_the_size_of_the_image_beside_it(page, base
     same_size(page)
 
 
-def test_long_beam_captions_and_the_top_k_labels_are_whole_at_projector_width(browser, base_url):
+def test_long_beam_captions_and_the_top_k_labels_are_whole_at_projector_width(page, base_url):
     """Three objects on grass make the longest captions (the cut one read "…right on g")."""
-    context = browser.new_context(viewport=PROJECTOR)
-    page = context.new_page()
-    try:
-        open_app_page(page, base_url, "image-captioning", timeout_ms=FIRST_LOAD_MS)
-        choose(page, "Background", "grass")
-        choose(page, "Shape at left", "triangle")
-        choose(page, "Shape at right", "square")
-        scene = world.Scene("grass", (world.SceneObject("triangle", "red", "small", "left"),
-                                      world.SceneObject("circle", "red", "large", "middle"),
-                                      world.SceneObject("square", "red", "small", "right")))
-        main = page.locator("[data-testid='stMain']")
-        expect(main.get_by_text(world.caption(scene)).first).to_be_visible(timeout=30_000)
-        main.get_by_text("beam search", exact=True).click()
-        wait_idle(page)
-        slide_to(page, "Beam width", 5)
-        beams, _ = M.beam_search(shipped.load("every")[0], M.pixels(world.render(scene, 0)[None]), 5)
-        assert any(len(b.text) > 80 for b in beams)
-        table = page.locator("[data-testid='stMain'] table").filter(has_text="total log p")
-        for beam in beams:
-            expect(table.get_by_role("cell", name=beam.text, exact=True)).to_be_visible(timeout=30_000)
-        cut, overflow = page.evaluate(BEAM_TABLE_CUT)
-        assert cut == [] and overflow <= 1, (cut, overflow)
-        expect(page.locator(".st-key-cap_topk_fig .js-plotly-plot")).to_be_visible()
-        labels = page.evaluate(TOPK_LABELS_OUTSIDE)
-        assert len(labels) == 6 and all(out <= 0.5 for _, out in labels), labels
-        assert no_exception(page)
-    finally:
-        context.close()
+    page.set_viewport_size(PROJECTOR)
+    open_app_page(page, base_url, "image-captioning", timeout_ms=FIRST_LOAD_MS)
+    choose(page, "Background", "grass")
+    choose(page, "Shape at left", "triangle")
+    choose(page, "Shape at right", "square")
+    scene = world.Scene("grass", (world.SceneObject("triangle", "red", "small", "left"),
+                                  world.SceneObject("circle", "red", "large", "middle"),
+                                  world.SceneObject("square", "red", "small", "right")))
+    main = page.locator("[data-testid='stMain']")
+    expect(main.get_by_text(world.caption(scene)).first).to_be_visible(timeout=30_000)
+    main.get_by_text("beam search", exact=True).click()
+    wait_idle(page)
+    slide_to(page, "Beam width", 5)
+    beams, _ = M.beam_search(shipped.load("every")[0], M.pixels(world.render(scene, 0)[None]), 5)
+    assert any(len(b.text) > 80 for b in beams)
+    table = page.locator("[data-testid='stMain'] table").filter(has_text="total log p")
+    for beam in beams:
+        expect(table.get_by_role("cell", name=beam.text, exact=True)).to_be_visible(timeout=30_000)
+    cut, overflow = page.evaluate(BEAM_TABLE_CUT)
+    assert cut == [] and overflow <= 1, (cut, overflow)
+    expect(page.locator(".st-key-cap_topk_fig .js-plotly-plot")).to_be_visible()
+    labels = page.evaluate(TOPK_LABELS_OUTSIDE)
+    assert len(labels) == 6 and all(out <= 0.5 for _, out in labels), labels
+    assert no_exception(page)
 
 
 def test_a_bad_scene_spec_says_why(page, base_url):

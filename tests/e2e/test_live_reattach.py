@@ -66,62 +66,56 @@ def has_run(page) -> bool:
     return page.locator("[data-testid='stMetricLabel']").filter(has_text="Train loss").count() > 0
 
 
-def test_pause_names_the_step_and_a_reload_or_a_new_tab_finds_the_same_run(browser, server):
-    context = browser.new_context(viewport=VIEW)
+def test_pause_names_the_step_and_a_reload_or_a_new_tab_finds_the_same_run(page, server):
+    open_app_page(page, server, f"{URL}?preset={QUICK}")
+    choose(page, "Built-in corpus", HELLO)
+    click(page, "Start")
+    wait_for(lambda: (number(page, "Step") or 0) >= 100, TRAIN_TIMEOUT_S, "a hundred steps")
+    step = pause(page)
+    # The sample box names the step the counter shows (it used to keep the step of its first draw).
+    model_box = page.get_by_role("combobox", name="Model", exact=True)
+    wait_for(lambda: model_box.input_value() == f"Live-trained (hello, step {step:,})", 10,
+             f"the model box to name step {step:,}, as the counter does")
+    token = run_token(page.url)
+    assert token and len(token) >= 43, page.url
+    # The latest sample spells "hello" from its prime "h", and shows where it leaves the training text.
+    page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
+    assert page.get_by_text("past it: never seen in training").first.is_visible()
+    assert page.get_by_text("Latest sample").first.is_visible()
+    screenshot(page, "live-training-hello")
+    before = checkpoint(page)
+    assert before.step == step
+
+    page.reload(wait_until="domcontentloaded")
+    page.wait_for_selector("h1")
+    wait_idle(page)
+    wait_for(lambda: number(page, "Step") == step, 30, f"step {step:,} after the reload")
+    assert run_token(page.url) == token and "preset=" in page.url  # the settings' link is kept beside it
+    after = checkpoint(page)
+    assert after.step == step and same_weights(before, after)
+    assert page.get_by_role("combobox", name="Built-in corpus", exact=True).input_value() == HELLO
+    assert page.get_by_text("These settings differ from the run below").count() == 0
+    page.get_by_role("button", name="Copy link").click()
+    link = unquote_plus(page.locator("[data-testid='stPopoverBody'] code").inner_text())
+    assert "preset=Quick demo (30 s)" in link and "run=" not in link  # a shared link never hands out a run
+    page.keyboard.press("Escape")
+
+    tab = page.context.new_page()  # the same address in a new tab: another session, the same run
+    tab.goto(page.url, wait_until="domcontentloaded")
+    tab.wait_for_selector("h1")
+    wait_idle(tab)
+    wait_for(lambda: number(tab, "Step") == step, 30, f"step {step:,} in a new tab")
+    assert same_weights(before, checkpoint(tab))
+
+    click(page, "Start")  # the reloaded page trains the run on from where it was (to its budget of 500)
+    wait_for(lambda: (number(page, "Step") or 0) > step, 60, "training to go on after the reload")
+    assert no_exception(page) and no_exception(tab)
+
+
+def test_a_stranger_sees_nothing_and_a_forged_or_expired_address_is_refused(page, browser, server):
+    owner = page
+    stranger_context = browser.new_context(viewport=VIEW)  # another browser: none of the owner's cookies
     try:
-        page = context.new_page()
-        open_app_page(page, server, f"{URL}?preset={QUICK}")
-        choose(page, "Built-in corpus", HELLO)
-        click(page, "Start")
-        wait_for(lambda: (number(page, "Step") or 0) >= 100, TRAIN_TIMEOUT_S, "a hundred steps")
-        step = pause(page)
-        # The sample box names the step the counter shows (it used to keep the step of its first draw).
-        model_box = page.get_by_role("combobox", name="Model", exact=True)
-        wait_for(lambda: model_box.input_value() == f"Live-trained (hello, step {step:,})", 10,
-                 f"the model box to name step {step:,}, as the counter does")
-        token = run_token(page.url)
-        assert token and len(token) >= 43, page.url
-        # The latest sample spells "hello" from its prime "h", and shows where it leaves the training text.
-        page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
-        assert page.get_by_text("past it: never seen in training").first.is_visible()
-        assert page.get_by_text("Latest sample").first.is_visible()
-        screenshot(page, "live-training-hello")
-        before = checkpoint(page)
-        assert before.step == step
-
-        page.reload(wait_until="domcontentloaded")
-        page.wait_for_selector("h1")
-        wait_idle(page)
-        wait_for(lambda: number(page, "Step") == step, 30, f"step {step:,} after the reload")
-        assert run_token(page.url) == token and "preset=" in page.url  # the settings' link is kept beside it
-        after = checkpoint(page)
-        assert after.step == step and same_weights(before, after)
-        assert page.get_by_role("combobox", name="Built-in corpus", exact=True).input_value() == HELLO
-        assert page.get_by_text("These settings differ from the run below").count() == 0
-        page.get_by_role("button", name="Copy link").click()
-        link = unquote_plus(page.locator("[data-testid='stPopoverBody'] code").inner_text())
-        assert "preset=Quick demo (30 s)" in link and "run=" not in link  # a shared link never hands out a run
-        page.keyboard.press("Escape")
-
-        tab = context.new_page()  # the same address in a new tab: another session, the same run
-        tab.goto(page.url, wait_until="domcontentloaded")
-        tab.wait_for_selector("h1")
-        wait_idle(tab)
-        wait_for(lambda: number(tab, "Step") == step, 30, f"step {step:,} in a new tab")
-        assert same_weights(before, checkpoint(tab))
-
-        click(page, "Start")  # the reloaded page trains the run on from where it was (to its budget of 500)
-        wait_for(lambda: (number(page, "Step") or 0) > step, 60, "training to go on after the reload")
-        assert no_exception(page) and no_exception(tab)
-    finally:
-        context.close()
-
-
-def test_a_stranger_sees_nothing_and_a_forged_or_expired_address_is_refused(browser, server):
-    owner_context = browser.new_context(viewport=VIEW)
-    stranger_context = browser.new_context(viewport=VIEW)
-    try:
-        owner = owner_context.new_page()
         open_app_page(owner, server, f"{URL}?preset={TINY_RNN}")
         choose(owner, "Built-in corpus", HELLO)
         click(owner, "Step")
@@ -144,14 +138,13 @@ def test_a_stranger_sees_nothing_and_a_forged_or_expired_address_is_refused(brow
             assert not has_run(stranger) and run_token(stranger.url) is None
         assert no_exception(stranger)
 
-        owner_context.close()  # the tab closes: its run is kept for the TTL, then freed
+        owner.close()  # the tab closes: its run is kept for the TTL, then freed
         time.sleep(TTL_S + 3)
         open_app_page(stranger, server, address[len(server) + 1:])  # even the right address is too late now
         stranger.locator("[data-testid='stAlertContentWarning']").filter(has_text=GONE).wait_for(timeout=10_000)
         assert not has_run(stranger) and no_exception(stranger)
     finally:
         stranger_context.close()
-        owner_context.close()
 
 
 def inside_first_screen(page, locator, what: str) -> None:
@@ -160,46 +153,42 @@ def inside_first_screen(page, locator, what: str) -> None:
     assert box["y"] >= 0 and box["y"] + box["height"] <= VIEW["height"], f"{what} is off the first screen: {box}"
 
 
-def test_the_first_screen_shows_what_the_class_watches(browser, server):
-    context = browser.new_context(viewport=VIEW)
-    try:
-        page = context.new_page()
-        open_app_page(page, server, f"{URL}?preset={TINY_RNN}")
-        choose(page, "Built-in corpus", PYTHON)
-        click(page, "Start")
-        wait_for(lambda: (number(page, "Step") or 0) >= 300, TRAIN_TIMEOUT_S, "three hundred steps")
-        page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
-        loss_chart = page.locator("[data-testid='stPlotlyChart']").filter(has_text="Loss").first
-        wait_for(lambda: loss_chart.locator(".main-svg").count() > 0, 30, "the loss curve to be drawn")
-        # While it trains: the controls, the progress, the loss curve and the latest sample on one screen.
-        for name in ("Start", "Pause", "Step", "Reset"):
-            inside_first_screen(page, page.get_by_role("button", name=name, exact=True), f"the {name} button")
-        inside_first_screen(page, page.locator("[data-testid='stProgress']").first, "the progress bar")
-        inside_first_screen(page, loss_chart, "the loss curve")
-        latest = page.get_by_text("Latest sample")
-        inside_first_screen(page, latest, "the latest sample's label")
-        inside_first_screen(page, page.locator("[data-testid='stCode']").first, "the latest sample")
-        # Drawn before each chunk trains, the panel is not greyed out as "stale" while the class watches (it
-        # was, most of the time, when it was drawn after the chunk): most looks find nothing stale.
-        looks = []
-        for _ in range(10):
-            looks.append(page.evaluate(VISIBLE_STALE) == 0)
-            page.wait_for_timeout(200)
-        assert sum(looks) >= 7, f"greyed out in {looks.count(False)} of 10 looks"
-        screenshot(page, "live-training-first-screen")
+def test_the_first_screen_shows_what_the_class_watches(page, server):
+    page.set_viewport_size(VIEW)
+    open_app_page(page, server, f"{URL}?preset={TINY_RNN}")
+    choose(page, "Built-in corpus", PYTHON)
+    click(page, "Start")
+    wait_for(lambda: (number(page, "Step") or 0) >= 300, TRAIN_TIMEOUT_S, "three hundred steps")
+    page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
+    loss_chart = page.locator("[data-testid='stPlotlyChart']").filter(has_text="Loss").first
+    wait_for(lambda: loss_chart.locator(".main-svg").count() > 0, 30, "the loss curve to be drawn")
+    # While it trains: the controls, the progress, the loss curve and the latest sample on one screen.
+    for name in ("Start", "Pause", "Step", "Reset"):
+        inside_first_screen(page, page.get_by_role("button", name=name, exact=True), f"the {name} button")
+    inside_first_screen(page, page.locator("[data-testid='stProgress']").first, "the progress bar")
+    inside_first_screen(page, loss_chart, "the loss curve")
+    latest = page.get_by_text("Latest sample")
+    inside_first_screen(page, latest, "the latest sample's label")
+    inside_first_screen(page, page.locator("[data-testid='stCode']").first, "the latest sample")
+    # Drawn before each chunk trains, the panel is not greyed out as "stale" while the class watches (it
+    # was, most of the time, when it was drawn after the chunk): most looks find nothing stale.
+    looks = []
+    for _ in range(10):
+        looks.append(page.evaluate(VISIBLE_STALE) == 0)
+        page.wait_for_timeout(200)
+    assert sum(looks) >= 7, f"greyed out in {looks.count(False)} of 10 looks"
+    screenshot(page, "live-training-first-screen")
 
-        # The settings fold away and reopen on demand; training goes on meanwhile.
-        settings = page.get_by_text("Settings: preset, corpus, model and training")
-        corpus = page.get_by_role("combobox", name="Built-in corpus", exact=True)
-        assert corpus.is_visible()
-        settings.click()
-        wait_for(lambda: not corpus.is_visible(), 10, "the settings to fold")
-        step = number(page, "Step")
-        wait_for(lambda: number(page, "Step") > step, 60, "training to go on with the settings folded")
-        assert not corpus.is_visible(), "they stay folded while the run trains"
-        settings.click()
-        wait_for(lambda: corpus.is_visible(), 10, "the settings to reopen")
-        pause(page)
-        assert no_exception(page)
-    finally:
-        context.close()
+    # The settings fold away and reopen on demand; training goes on meanwhile.
+    settings = page.get_by_text("Settings: preset, corpus, model and training")
+    corpus = page.get_by_role("combobox", name="Built-in corpus", exact=True)
+    assert corpus.is_visible()
+    settings.click()
+    wait_for(lambda: not corpus.is_visible(), 10, "the settings to fold")
+    step = number(page, "Step")
+    wait_for(lambda: number(page, "Step") > step, 60, "training to go on with the settings folded")
+    assert not corpus.is_visible(), "they stay folded while the run trains"
+    settings.click()
+    wait_for(lambda: corpus.is_visible(), 10, "the settings to reopen")
+    pause(page)
+    assert no_exception(page)

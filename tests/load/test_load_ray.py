@@ -40,25 +40,20 @@ ON_RAY = Backend("ray, 2 nodes × 1 CPU", {"Training on the cluster": "2 of 2", 
 
 
 @pytest.mark.alone  # its health latencies would also measure whatever ran beside it
-def test_eight_sessions_two_training_on_ray_and_one_waiting(browser, ray_class_server):
-    run_class(browser, ray_class_server, ON_RAY)
+def test_eight_sessions_two_training_on_ray_and_one_waiting(browser_tabs, ray_class_server):
+    run_class(browser_tabs, ray_class_server, ON_RAY)
 
 
-def test_a_private_local_ray_inside_the_server_trains_a_run(browser, tmp_path):
+def test_a_private_local_ray_inside_the_server_trains_a_run(page, tmp_path):
     """RNNVIZ_RAY_ADDRESS=local: the server starts Ray itself (from a script thread, once) and says so."""
     env = {"RNNVIZ_RAY_ADDRESS": "local", "RNNVIZ_CHECKPOINT_DIR": str(tmp_path)}
     with streamlit_server(env=env) as url:
-        context = browser.new_context(viewport={"width": 1300, "height": 900})
-        try:
-            page = context.new_page()
-            open_app_page(page, url, "server-status", timeout_ms=120_000)
-            assert page.get_by_text("Training runs on a private Ray inside this server").count() > 0
-            open_app_page(page, url, TRAINING, timeout_ms=120_000)
-            choose(page, "Built-in corpus", CORPUS_LABELS["hello"])
-            click(page, "Start")
-            wait_for(lambda: (number(page, "Step") or 0) > 0, 120, "the run to train on the private Ray")
-            click(page, "Pause")
-            wait_for(lambda: page.get_by_text("Paused at step").count() > 0, 60, "the pause")
-            assert page.locator("[data-testid='stException']").count() == 0
-        finally:
-            context.close()
+        open_app_page(page, url, "server-status", timeout_ms=120_000)
+        assert page.get_by_text("Training runs on a private Ray inside this server").count() > 0
+        open_app_page(page, url, TRAINING, timeout_ms=120_000)
+        choose(page, "Built-in corpus", CORPUS_LABELS["hello"])
+        click(page, "Start")
+        wait_for(lambda: (number(page, "Step") or 0) > 0, 120, "the run to train on the private Ray")
+        click(page, "Pause")
+        wait_for(lambda: page.get_by_text("Paused at step").count() > 0, 60, "the pause")
+        assert page.locator("[data-testid='stException']").count() == 0

@@ -8,6 +8,7 @@ import time
 from urllib.parse import quote
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.harness import open_app_page, streamlit_server, wait_idle
 from tests.e2e.test_live_training import choose, click, number, wait_for
@@ -31,22 +32,21 @@ def live_models(status_page) -> int:
     return int(number(status_page, "Live models in memory"))
 
 
-def test_a_closed_tab_frees_its_model_after_the_session_ttl(browser, short_ttl_server):
-    status_context = browser.new_context(viewport={"width": 1300, "height": 900})
-    status = status_context.new_page()
+def test_a_closed_tab_frees_its_model_after_the_session_ttl(page, short_ttl_server):
+    status = page
     open_app_page(status, short_ttl_server, "server-status")
     assert live_models(status) == 0
-    assert status.get_by_text(f"{TTL_S} s", exact=True).count() == 1, "the limits table shows the TTL in force"
+    # the limits table shows the TTL in force
+    expect(status.get_by_text(f"{TTL_S} s", exact=True)).to_have_count(1)
 
     tabs = []
     for _ in range(2):
-        context = browser.new_context(viewport={"width": 1300, "height": 900})
-        page = context.new_page()
-        open_app_page(page, short_ttl_server, TRAINING)
-        choose(page, "Built-in corpus", CORPUS_LABELS["hello"])
-        click(page, "Step")
-        wait_for(lambda p=page: (number(p, "Step") or 0) > 0, 60, "a chunk of training")
-        tabs.append(context)
+        tab = page.context.new_page()  # a tab of its own: a session of its own
+        open_app_page(tab, short_ttl_server, TRAINING)
+        choose(tab, "Built-in corpus", CORPUS_LABELS["hello"])
+        click(tab, "Step")
+        wait_for(lambda p=tab: (number(p, "Step") or 0) > 0, 60, "a chunk of training")
+        tabs.append(tab)
     assert wait_for(lambda: live_models(status) == 2, 20, "two live models")
 
     tabs[0].close()  # one tab closed: its model stays for the TTL (a reload within it finds the run)...
@@ -57,4 +57,3 @@ def test_a_closed_tab_frees_its_model_after_the_session_ttl(browser, short_ttl_s
     assert time.monotonic() - closed_at >= TTL_S - 1
     tabs[1].close()
     wait_for(lambda: live_models(status) == 0, TTL_S + 30, "the second closed tab's model to be freed")
-    status_context.close()
