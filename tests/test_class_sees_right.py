@@ -91,3 +91,10 @@ def test_the_live_page_says_a_transformer_has_no_recurrent_state_and_writes_the_
     at.radio(key="live_training_kind").set_value("mingru").run()
     note = next(t for t in prose(at) if t.startswith("minGRU:"))
     assert "never $h_{t-1}$" in note and raw_subscripts(note) == []
+
+
+def test_the_memory_pages_forget_bias_help_writes_the_cell_path_as_math():
+    at = open_page("app_pages/memory_experiments.py")
+    assert not at.exception
+    help_text = at.selectbox(key="memory_delay_forget").help
+    assert r"$c_t = f_t \odot c_{t-1}" in help_text and raw_subscripts(help_text) == []
