@@ -315,11 +315,13 @@ COPY_THREADS = 1
 
 @contextmanager
 def torch_threads(count: int) -> Iterator[None]:
-    """Run the block with ``count`` torch threads, then give back the count the calling thread had.
+    """Run the block with ``count`` torch threads, then give back the count from before.
 
-    torch keeps the count per OS thread once it has run an op, and uses the last count set anywhere as the
-    default for threads that start meanwhile; so other trainings keep theirs, and a new one started during
-    the block gets ``count`` until its host sets its own (as every page run does, rnnviz.core.runtime).
+    The setting is not private to the block: ``torch.set_num_threads`` acts process-wide here (measured with
+    torch 2.13: a worker thread's call halved the main thread's matmul speed; see runtime.share_cores), so other
+    work in the process runs on ``count`` threads meanwhile, and every page run sets the server's share again
+    (rnnviz.core.runtime.configure_cpu), which can end the block's count early when other sessions use the
+    page. The memory page's small models lose more to a second thread than they gain, so its sweep asks for one.
     """
     before = torch.get_num_threads()  # also makes torch settle this thread's count before it is changed
     if before != count:
