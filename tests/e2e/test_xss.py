@@ -127,20 +127,29 @@ def test_hostile_text_on_the_mechanics_pages_and_the_explorer_search(page, base_
     word.fill(typed)
     word.press("Enter")
     wait_idle(page)
-    # Step t = 1 reads the word's first character, "<": the drawing names it as typed, and the stacked W's
-    # columns are the word's own characters, as typed (plotly draws text through its own markup, so an
-    # unescaped "<" would vanish or become an element).
+    # The stacked W's columns are the word's own characters, as typed, one per distinct character, sorted
+    # (plotly draws text through its own markup, so an unescaped "<" would vanish or become an element).
+    # Waiting for them also waits for the word's rerun, which redraws the t slider below.
+    expected_columns = [f"x:{c!r}" for c in sorted(set(typed))]
+    wait_for(lambda: [t for t in page.locator(".js-plotly-plot .xtick text").all_text_contents()
+                      if t.startswith("x:")] == expected_columns, 30, "the stacked W's columns of the typed word")
+    # Step t = 1 reads the word's first character, "<": the drawing names it as typed.
     thumb = page.locator("[data-testid='stSlider']").filter(has_text="step t").get_by_role("slider")
-    thumb.focus()
-    thumb.press("Home")
-    wait_idle(page)
     charts = page.locator("[data-testid='stPlotlyChart']")
-    wait_for(lambda: any("One LSTM step at t = 1" in text for text in charts.all_text_contents()), 30,
-             "the step drawing at t = 1")
+
+    def at_step_one() -> bool:
+        if any("One LSTM step at t = 1" in text for text in charts.all_text_contents()):
+            return True
+        thumb.focus()
+        thumb.press("Home")  # again if a rerun redrew the slider under the first press
+        wait_idle(page)
+        return False
+
+    wait_for(at_step_one, 30, "the step drawing at t = 1")
     step_drawing = next(text for text in charts.all_text_contents() if "One LSTM step at t = 1" in text)
     assert "one-hot('<')" in step_drawing
     columns = [t for t in page.locator(".js-plotly-plot .xtick text").all_text_contents() if t.startswith("x:")]
-    assert columns == [f"x:{c!r}" for c in sorted(set(typed))]  # one column per distinct character, sorted
+    assert columns == expected_columns
     nothing_injected(page)
 
     open_app_page(page, base_url, "hidden-cell-explorer", timeout_ms=180_000)
