@@ -103,9 +103,9 @@ def delay_tab() -> None:
         forget_bias = c4.selectbox(
             "LSTM forget bias b_f at init", [2.0, 1.0, 0.0, None], key="memory_delay_forget",
             format_func=lambda b: "torch's default (uniform)" if b is None else f"{b:g}",
-            help="A positive $b_f$ starts $f_t$ near 1, so the cell path $c_t = f_t \\odot c_{t-1} + \\dots$ carries values "
-                 "and gradients across many steps from the start (Gers et al. 2000; Jozefowicz et al. 2015). "
-                 "Try torch's default at D = 32 to see the LSTM lose the delay too.",
+            help="A positive $b_f$ starts $f_t$ near 1, so the cell path $c_t = f_t \\odot c_{t-1} + \\dots$ "
+                 "carries values and gradients across many steps from the start (Gers et al. 2000; Jozefowicz et "
+                 "al. 2015). Try torch's default at D = 32 to see the LSTM lose the delay too.",
         )
     try:
         config = DelaySweepConfig(
