@@ -36,6 +36,7 @@ BENCHMARKS = [
     "ray_overhead",
     "time_to_words",
     "hidden_state_page",
+    "sample_speed",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

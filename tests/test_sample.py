@@ -177,3 +177,29 @@ def test_exposure_bias_teacher_forced_by_hand(model):
     targets = VOCAB.encode(passage[5:])
     by_hand_free = F.cross_entropy(logits[0, 4:-1], targets, reduction="none")
     assert_close(torch.from_numpy(result.free_running).float(), by_hand_free, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind,nonlinearity", [("lstm", "tanh"), ("gru", "tanh"), ("rnn", "tanh"), ("rnn", "relu")])
+def test_one_character_through_the_cell_kernels_equals_the_fused_module(kind, nonlinearity):
+    """generate's one-character step (_advance with T = 1: torch's cell kernels, layer by layer) against the
+    model's fused nn.LSTM / nn.GRU / nn.RNN forward, from a state the fused path carried."""
+    from rnnviz.charlm.sample import _advance, _steps_by_cell
+
+    torch.manual_seed(4)
+    model = CharModel(ModelConfig(vocab_size=VOCAB.size, kind=kind, layers=2, hidden=12, embed_dim=5,
+                                  nonlinearity=nonlinearity)).eval()
+    assert _steps_by_cell(model)
+    ids = torch.tensor([[1, 4, 2, 7, 0], [3, 3, 5, 1, 6]])
+    with torch.no_grad():
+        _, state = _advance(model, ids[:, :4], None)  # the fused path over the first four characters
+        logits, carried = _advance(model, ids[:, 4:], state)  # the fifth through the cell kernels
+        fused_logits, _, fused_state = model(ids, state=None)
+    assert_close(logits, fused_logits[:, -1], rtol=1e-5, atol=1e-6)
+    pairs = zip(carried, fused_state) if kind == "lstm" else [(carried, fused_state)]  # (h, c) or h
+    for mine, theirs in pairs:
+        assert_close(mine, theirs, rtol=1e-5, atol=1e-6)
+    model.train()
+    assert _steps_by_cell(model)  # no dropout: training mode changes nothing between layers
+    dropped = CharModel(ModelConfig(vocab_size=VOCAB.size, kind=kind, layers=2, hidden=12, embed_dim=5,
+                                    nonlinearity=nonlinearity, dropout=0.5)).train()
+    assert not _steps_by_cell(dropped)  # the fused module draws the dropout between layers

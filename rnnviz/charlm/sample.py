@@ -133,6 +133,40 @@ def _step_with_interventions(
     return model.head(x), state
 
 
+# torch's single-step kernels: the sums of nn.RNN / nn.LSTM / nn.GRU for one time step, without the fused
+# module's per-call checks (for one character at batch 1, 1 × 256 LSTM, one thread: 0.07 ms against 0.20 ms).
+_CELL_KERNELS = {"lstm": torch.lstm_cell, "gru": torch.gru_cell, "tanh": torch.rnn_tanh_cell,
+                 "relu": torch.rnn_relu_cell}
+
+
+def _steps_by_cell(model: Model) -> bool:
+    """Whether one step of ``model`` can go through _cell_step: a recurrent CharModel of torch's kinds, with
+    nothing between its layers (evaluation, or no dropout) and no projection of h_t."""
+    return (isinstance(model, CharModel) and model.config.kind in ("rnn", "lstm", "gru")
+            and (not model.training or model.config.dropout == 0) and not getattr(model.rnn, "proj_size", 0))
+
+
+def _cell_step(model: CharModel, idx: Tensor, state: State) -> tuple[Tensor, State]:
+    """One character for every row, idx (N,) → logits (N, V) and the new state: h_t (and c_t) layer by layer,
+    with the module's own weights, the same as ``model(idx[:, None], state=state)`` up to float rounding."""
+    rnn, kind = model.rnn, model.config.kind
+    kernel = _CELL_KERNELS["lstm" if kind == "lstm" else "gru" if kind == "gru" else rnn.nonlinearity]
+    x = model.inputs(idx.view(-1, 1))[:, 0]  # (N, D)
+    new_h, new_c = [], []
+    for layer in range(model.config.layers):
+        weights = (getattr(rnn, f"weight_ih_l{layer}"), getattr(rnn, f"weight_hh_l{layer}"),
+                   getattr(rnn, f"bias_ih_l{layer}", None), getattr(rnn, f"bias_hh_l{layer}", None))
+        if kind == "lstm":
+            h, c = kernel(x, (state[0][layer], state[1][layer]), *weights)
+            new_c.append(c)
+        else:
+            h = kernel(x, state[layer], *weights)
+        new_h.append(h)
+        x = h
+    h_n = torch.stack(new_h)  # (L, N, H)
+    return model.head(x), ((h_n, torch.stack(new_c)) if kind == "lstm" else h_n)
+
+
 def _advance(
     model: Model, ids: Tensor, state: State | KVCache | None, interventions: Sequence[Intervention] = ()
 ) -> tuple[Tensor, State | KVCache]:
@@ -145,6 +179,8 @@ def _advance(
             last, state = model.step(ids[:, t], state)  # (N, V)
         return last, state
     if not interventions:
+        if ids.size(1) == 1 and state is not None and _steps_by_cell(model):
+            return _cell_step(model, ids[:, 0], state)
         logits, _, state = model(ids, state=state)
         return logits[:, -1], state
     for t in range(ids.size(1)):
