@@ -147,15 +147,13 @@ def shakespeare_url(tmp_path):
     server.shutdown()
 
 
-# Tests that share something expensive to start run on one xdist worker: the Ray tests share the session's
-# local cluster (two clusters on two cores would starve each other), a module that starts a server of its own with
-# its own settings keeps its tests together, so that the server starts once, and the hidden-state page's tests
-# share the memory probes the process fits once (about 10 s each time). Every other test goes wherever a worker
-# is free. (xdist's own loadgroup cannot do this with pytest 9, whose node ids no longer take its group suffix.)
+# A module's tests run on one xdist worker, in their order, as they do without xdist: module-scoped fixtures
+# (a server with its own settings, an AppTest page that later tests read on from) are made once, and a test
+# never misses the one before it. Beyond that, the Ray modules share one worker, and with it the session's
+# local cluster (two clusters on two cores would starve each other). (xdist's own loadgroup cannot do this with
+# pytest 9, whose node ids no longer take its group suffix.)
 RAY_FILES = ("test_ray_backend.py", "test_ray_cluster.py", "test_backend_contract.py")
-GROUPS = {**dict.fromkeys((*RAY_FILES, "test_load_ray.py"), "ray"),
-          **{name: name for name in ("test_live_reattach.py", "test_session_ttl.py", "test_light_clients.py",
-                                     "test_hidden_state.py")}}
+GROUPS = dict.fromkeys((*RAY_FILES, "test_load_ray.py"), "ray")
 
 
 def pytest_collection_modifyitems(items):
@@ -165,13 +163,15 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """Under ``--dist loadgroup``: the tests of a group (``GROUPS``) on one worker, each other test on its own."""
+    """Under ``--dist loadgroup``: each module's tests on one worker, and the modules of a group (``GROUPS``)
+    on the same one."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return GROUPS.get(nodeid.split("::", 1)[0].rsplit("/", 1)[-1], nodeid)
+            module = nodeid.split("::", 1)[0]
+            return GROUPS.get(module.rsplit("/", 1)[-1], module)
 
     return GroupScheduling(config, log)

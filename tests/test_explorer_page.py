@@ -127,6 +127,7 @@ def test_own_text_is_shown_as_literal_characters(opened):
 
 def test_too_short_own_text_gets_a_warning(opened):
     at = opened
+    at.radio(key="explorer_text_mode").set_value("own").run()  # also when no test before chose it
     at.text_area(key="explorer_own_text").set_value("x = 1").run()
     assert any("at least 20 characters" in w.value for w in at.warning)
 
