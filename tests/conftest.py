@@ -1,7 +1,8 @@
-"""Shared test settings: deterministic, small torch work on the two cores; one Chromium for every browser test.
+"""Shared test settings: deterministic, small torch work on the two cores; one Chromium profile whose tabs serve
+every browser test (and a plain Chromium for the rare test that needs a context of its own).
 
 The browser fixtures live here, not in tests/e2e, because Playwright's sync API runs one event loop per
-process: tests/e2e and tests/load must share a single session-wide browser."""
+process: tests/e2e and tests/load must share one session-wide Playwright driver."""
 
 import functools
 import http.server
@@ -96,8 +97,8 @@ def playwright_driver():
 
 @pytest.fixture(scope="session")
 def browser(playwright_driver, chromium_path):
-    """A Chromium for tests that need browser contexts of their own: users who must not share cookies, or a
-    class whose every student arrives with an empty cache."""
+    """A Chromium for tests that need a browser context of their own: a user who must not share the other
+    tabs' cookies and storage (the stranger of test_live_reattach.py). Started only when a test asks for it."""
     from tests.e2e.harness import CHROMIUM_ARGS
 
     browser = playwright_driver.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
