@@ -478,6 +478,23 @@ def run_id_for(token: str | None) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+def _wait_until_gone(actor, timeout_s: float = 5.0) -> None:
+    """Return once Ray reports ``actor`` dead (or after ``timeout_s``). ``ray.kill`` returns before the worker
+    has stopped, and a worker in the middle of a chunk may still write its checkpoint: a file deleted before
+    that write would come back."""
+    import ray
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=max(0.01, deadline - time.monotonic()))
+        except ray.exceptions.GetTimeoutError:
+            return
+        except ray.exceptions.RayError:
+            return  # the actor is dead
+        time.sleep(0.05)  # still answering: the kill has not reached it yet
+
+
 def _kill_quietly(name: str, run_id: str, queue, path: str | None) -> None:
     """Kill the actor called ``name`` and forget its run (a finalizer: must never raise)."""
     try:
@@ -485,9 +502,12 @@ def _kill_quietly(name: str, run_id: str, queue, path: str | None) -> None:
 
         if ray.is_initialized():
             try:
-                ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
+                actor = ray.get_actor(name, namespace=NAMESPACE)
             except ValueError:
                 pass  # no such actor (any more)
+            else:
+                ray.kill(actor, no_restart=True)
+                _wait_until_gone(actor)
             if queue is not None:
                 queue.leave.remote(run_id)
         if path:
