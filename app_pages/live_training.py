@@ -3,9 +3,11 @@
 import streamlit as st
 
 from rnnviz.figures import live as figures
+from rnnviz.ui import live_corpus, live_pending
 from rnnviz.ui import live_run as live
 from rnnviz.ui import live_sampling as sampling
 from rnnviz.ui import live_setup as setup
+from rnnviz.ui import live_watch as watch
 from rnnviz.ui.live_hello import hello_walkthrough
 from rnnviz.ui.widgets import page_header, plot
 
@@ -36,9 +38,9 @@ with st.expander("Settings: preset, corpus, model and training", expanded=True, 
     corpus_col, model_col, training_col = st.columns(3, gap="large")
     with corpus_col:
         st.subheader("Corpus")
-        pending_download = setup.corpus_picker()
+        pending_download = live_corpus.corpus_picker()
         corpus = setup.active_corpus()
-        setup.corpus_summary(corpus, pending_download)
+        live_corpus.corpus_summary(corpus, pending_download)
     with model_col:
         st.subheader("Model")
         setup.model_widgets()
@@ -47,14 +49,14 @@ with st.expander("Settings: preset, corpus, model and training", expanded=True, 
         setup.training_widgets()
     setup.schedule_widgets(on_change=live.on_budget_change)
     vocab_size = setup.SHAKESPEARE_VOCAB if pending_download else corpus.vocab.size if corpus else None
-    pending = setup.pending_run(vocab_size, None if pending_download else corpus)
+    pending = live_pending.pending_run(vocab_size, None if pending_download else corpus)
     for problem in pending.problems:
         st.error(problem, icon=":material/error:")
     size_col, speed_col, script_col = st.columns(3, vertical_alignment="center")
     size_col.metric("Parameters", f"{pending.parameters:,}" if pending.parameters else "—",
                     help="Of the model these settings describe (with the chosen corpus's vocabulary).")
     speed_col.metric("Estimated speed", f"≈ {pending.chars_per_s:,.0f} chars/s" if pending.chars_per_s else "—",
-                     help=setup.speed_help(pending))
+                     help=live_pending.speed_help(pending))
     with script_col:
         sampling.script_download(pending.config, corpus.vocab if corpus and not pending_download else None)
 
@@ -66,11 +68,11 @@ with controls_area:
     live.keep_run_in_address(run)
     if run is not None:
         next_corpus = pending_download or (corpus.name if corpus else None)
-        changed = setup.differences_from_run(run.trainer.config, run.corpus_name, pending, next_corpus)
+        changed = live_pending.differences_from_run(run.trainer.config, run.corpus_name, pending, next_corpus)
         if changed:
             st.info(f"These settings differ from the run below ({'; '.join(changed)}). Reset discards that model, "
                     "and the next Start builds one from these settings.", icon=":material/info:")
-        if setup.retunable_changes(run.trainer.config, pending):
+        if live_pending.retunable_changes(run.trainer.config, pending):
             st.button("Apply the new learning rate and clipping to this run", key=setup.key("retune"),
                       icon=":material/tune:", on_click=live.on_retune,
                       help="Changes them for the next steps without losing the weights (also after a blow-up).")
@@ -84,7 +86,7 @@ def training_panel() -> None:
         st.rerun()  # reset meanwhile: redraw the page
     # Draw first, then train one chunk: everything on screen is fresh while the chunk runs (drawn after it, the
     # panel would sit greyed out as "stale" for most of the time); the next rerun shows the new step.
-    live.watch_panel(run)
+    watch.watch_panel(run)
     if run.is_active:  # False when a late timer tick follows a Pause: then only draw
         # A click may have started this script thread while the last one still trains its chunk: then train
         # on the next rerun, so that the click is answered at once.
@@ -95,7 +97,7 @@ def training_panel() -> None:
 
 @st.fragment
 def stopped_panel() -> None:
-    live.watch_panel(live.current_run())
+    watch.watch_panel(live.current_run())
 
 
 with panel_area:
@@ -148,7 +150,7 @@ def sampling_section() -> None:
     st.code(text, language=None, wrap_lines=True)
     training = sampling.memorised_text(source)
     if training is not None:
-        live.where_it_leaves(text, training, shown=live.LEAVES_SHOWN)
+        watch.where_it_leaves(text, training, shown=watch.LEAVES_SHOWN)
     if result.beams:
         st.markdown("**The most probable continuations**, with their total log-probability Σ ln p:")
         for rank, beam in enumerate(result.beams[:5], start=1):

@@ -18,7 +18,7 @@ from rnnviz.charlm.corpus import UnknownCharactersError
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret import hidden_state as hs
 from rnnviz.ui.hidden_state import PAGE, SOURCE_LABELS, Slot, slot_value
-from rnnviz.ui.live_setup import builtin_corpus
+from rnnviz.ui.live_corpus import builtin_corpus
 from rnnviz.ui.widgets import literal, plot
 
 PROBE_RUN = f"{PAGE}_probe_run"

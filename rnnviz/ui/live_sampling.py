@@ -24,8 +24,9 @@ from rnnviz.charlm.sample_request import (
 )
 from rnnviz.charlm.train import TrainConfig
 from rnnviz.core.charmodel import kind_label
+from rnnviz.ui.live_corpus import builtin_corpus, needs_download
 from rnnviz.ui.live_run import current_run
-from rnnviz.ui.live_setup import builtin_corpus, key, needs_download
+from rnnviz.ui.live_setup import key
 from rnnviz.ui.models import UPLOADED_KEY, ModelSource, model_sources
 from rnnviz.ui.widgets import literal, seed
 

@@ -1,40 +1,25 @@
-"""Setup widgets of the live-training page: preset, corpus, model and training settings, and their checks.
+"""Setup widgets of the live-training page: preset, model and training settings (the corpus box is in
+``live_corpus``).
 
 Every widget's value lives in session state under a ``live_training_*`` key and survives page switches
-(``persist_state="session"``). A preset writes all of them at once. ``pending_run`` turns the values into
-a TrainConfig and LiveSettings, or into plain-words problems when a value is out of bounds.
+(``persist_state="session"``). A preset writes all of them at once. ``live_pending.pending_run`` turns the
+values into a TrainConfig and LiveSettings, or into plain-words problems when a value is out of bounds.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields
 
 import streamlit as st
 
 from rnnviz.charlm.corpus import (
     BUILTIN_CORPORA,
-    TINY_SHAKESPEARE_BYTES,
     Corpus,
-    CorpusError,
-    cache_dir,
-    corpus_from_user_text,
-    load_builtin,
-    tiny_shakespeare_cached,
-    tiny_shakespeare_damaged,
-    tiny_shakespeare_path,
 )
 from rnnviz.charlm.live import (
-    MAX_CORPUS_BYTES,
-    MAX_PARAMETERS,
-    MAX_STEP_BUDGET,
     LiveRun,
-    LiveSettings,
-    count_parameters,
-    effective_shape,
     estimate_chars_per_second,
-    estimate_for_corpus,
-    holds_out,
     measure_matmul_flops,
 )
 from rnnviz.charlm.train import (
@@ -397,258 +382,5 @@ def _with(options: tuple[int, ...], value) -> list[int]:
     return sorted(set(options) | ({value} if isinstance(value, int) else set()))
 
 
-# --- Corpus -----------------------------------------------------------------------------------------------
-
-
-@st.cache_resource(show_spinner="Reading the corpus…", max_entries=len(BUILTIN_CORPORA))
-def builtin_corpus(name: str) -> Corpus:
-    """A built-in corpus, read once per process and shared read-only (training never writes to it)."""
-    return load_builtin(name)
-
-
-def shakespeare_downloaded() -> bool:
-    """A Tiny Shakespeare that passes its sha256 check is in the cache (a damaged one is downloaded again)."""
-    return tiny_shakespeare_cached()
-
-
-def needs_download(name: str) -> bool:
-    return name == "tiny-shakespeare" and not shakespeare_downloaded()
-
-
-def download_shakespeare() -> tuple[Corpus | None, str | None]:
-    """Download Tiny Shakespeare behind a progress bar: (corpus, None), or (None, the engine's error) offline."""
-    bar = st.progress(0.0, text="Downloading Tiny Shakespeare…")
-
-    def report(done: int, total: int) -> None:
-        total = total or TINY_SHAKESPEARE_BYTES
-        bar.progress(min(done / total, 1.0), text=f"Downloading Tiny Shakespeare: {done / 1e6:.2f} of "
-                     f"{total / 1e6:.2f} MB")
-
-    try:
-        tiny_shakespeare_path(progress=report)
-    except CorpusError as err:
-        return None, str(err)
-    finally:
-        bar.empty()
-    return builtin_corpus("tiny-shakespeare"), None
-
-
 def active_corpus() -> Corpus | None:
     return st.session_state.get(ACTIVE_CORPUS)
-
-
-def _read_upload(upload) -> None:
-    """Check a new upload once; a good one becomes the active corpus."""
-    result = st.session_state.get(UPLOAD_RESULT)
-    if result is not None and result[0] == upload.file_id:
-        return
-    try:
-        corpus = corpus_from_user_text(upload.getvalue(), name=upload.name, max_bytes=MAX_CORPUS_BYTES)
-        st.session_state[UPLOAD_RESULT] = (upload.file_id, corpus, None)
-        st.session_state[ACTIVE_CORPUS] = corpus
-    except CorpusError as err:
-        st.session_state[UPLOAD_RESULT] = (upload.file_id, None, str(err))
-
-
-def _use_pasted_text() -> None:
-    """on_click of "Use this text"."""
-    text = st.session_state.get(key("paste"), "")
-    try:
-        corpus = corpus_from_user_text(text, name="pasted text", max_bytes=MAX_CORPUS_BYTES)
-        st.session_state[PASTE_RESULT] = (corpus, None)
-        st.session_state[ACTIVE_CORPUS] = corpus
-    except CorpusError as err:
-        st.session_state[PASTE_RESULT] = (None, str(err))
-
-
-def corpus_picker() -> str | None:
-    """The corpus widgets; returns the name of a built-in that must be downloaded first, else None.
-
-    A good choice becomes the active corpus at once; a bad one shows the engine's error and leaves the
-    previous corpus active."""
-    revert = st.session_state.pop(REVERT_BUILTIN, None)
-    if revert is not None:
-        st.session_state[key("builtin")] = revert
-    source = st.radio("Text", SOURCES, horizontal=True, key=key("source"), **KEEP)
-    pending_download = None
-    if source == SOURCES[0]:
-        name = st.selectbox("Built-in corpus", BUILTIN_CORPORA, format_func=CORPUS_LABELS.get, key=key("builtin"),
-                            help=CORPUS_HELP, **KEEP)
-        if needs_download(name):
-            pending_download = name
-            if tiny_shakespeare_damaged():
-                st.warning(f"The copy of Tiny Shakespeare in {cache_dir()} does not match its published sha256 (a "
-                           "damaged or altered file), so it is not used: press Start or Step to download it again.",
-                           icon=":material/warning:")
-            st.info(f"Tiny Shakespeare ({TINY_SHAKESPEARE_BYTES:,} characters) is downloaded the first time it is "
-                    "used: press Start or Step, and it comes first, with a progress bar.", icon=":material/download:")
-        else:
-            st.session_state[ACTIVE_CORPUS] = builtin_corpus(name)
-    elif source == SOURCES[1]:
-        upload = st.file_uploader("A UTF-8 text file", type=["txt"], key=key("upload"),
-                                  max_upload_size=math.ceil(MAX_CORPUS_BYTES / 2**20),
-                                  help=f"Up to {MAX_CORPUS_BYTES / 1e6:g} MB, at least 100 characters.")
-        if upload is not None:
-            _read_upload(upload)
-            _, _, error = st.session_state[UPLOAD_RESULT]
-            if error:
-                _corpus_error(error)
-    else:
-        st.text_area("Paste a text", key=key("paste"), height=120, max_chars=MAX_CORPUS_BYTES,
-                     placeholder="At least 100 characters of any UTF-8 text.")
-        st.button("Use this text", key=key("use_paste"), on_click=_use_pasted_text)
-        result = st.session_state.get(PASTE_RESULT)
-        if result is not None and result[1]:
-            _corpus_error(result[1])
-    return pending_download
-
-
-def _corpus_error(message: str) -> None:
-    st.error(message, icon=":material/error:")
-    corpus = active_corpus()
-    if corpus is not None:
-        st.caption(f"The next run keeps the previous corpus, **{literal(corpus.name)}**.")
-
-
-def corpus_summary(corpus: Corpus | None, pending_download: str | None = None) -> None:
-    """Size, vocabulary and a 500-character preview of the corpus the next run trains on."""
-    if pending_download is not None:
-        st.caption(f"The next run trains on **{pending_download}**, once it is downloaded.")
-        return
-    if corpus is None:
-        st.caption("No corpus chosen yet.")
-        return
-    st.markdown(f"Next run trains on **{literal(corpus.name)}**: {len(corpus):,} characters, vocabulary V = "
-                f"{corpus.vocab.size}.")
-    if not holds_out(corpus):
-        st.caption(memorises(corpus.name, corpus.text))
-    with st.expander("Preview: the first 500 characters"):
-        st.code(corpus.text[:500], language=None, wrap_lines=True)
-
-
-def memorises(name: str, text: str) -> str:
-    """One sentence on a corpus with nothing held out: why its loss reaches 0 and its samples run on."""
-    return (f"Nothing of {literal(name)} is held out: train and val are the same {len(text):,} characters, so the "
-            f"model memorises them, the loss falls to 0, and after the final “{literal(text[-1])}”, which nothing "
-            "ever follows in training, it can only guess.")
-
-
-# --- Settings → config ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PendingRun:
-    """What Start or Reset would build from the widgets, or why it cannot."""
-
-    config: TrainConfig | None
-    settings: LiveSettings | None
-    problems: tuple[str, ...]  # plain words, one sentence each
-    parameters: int | None  # of the model the settings describe
-    chars_per_s: float | None  # estimated training speed on this server
-    shape: tuple[int, int] | None = None  # (B, T) the trainer will use on the corpus: a short text shrinks them
-
-
-def _learning_rate_problem(lr) -> str | None:
-    if lr is None or not math.isfinite(lr):
-        return "Enter a learning rate."
-    if lr <= 0:
-        return (f"The learning rate must be a positive number, not {lr:g}: at 0 the weights never change, and "
-                "below 0 every step climbs the loss instead of descending it.")
-    if lr > MAX_LR:
-        return (f"A learning rate of {lr:,g} is far too large: the first step would throw the weights to "
-                f"infinity. The largest allowed here is {MAX_LR:g}.")
-    return None
-
-
-def pending_run(vocab_size: int | None, corpus: Corpus | None = None) -> PendingRun:
-    """The TrainConfig and LiveSettings of the widgets for a corpus of ``vocab_size`` characters; with the
-    corpus itself, the speed is estimated at the batch and length its text leaves the trainer."""
-    state = st.session_state
-    problems = []
-    lr = state.get(key("lr"))
-    lr_problem = _learning_rate_problem(lr)
-    if lr_problem:
-        problems.append(lr_problem)
-    budget = state.get(key("budget"))
-    if budget is None or not 1 <= budget <= MAX_STEP_BUDGET:
-        problems.append(f"The step budget must be between 1 and {MAX_STEP_BUDGET:,} steps.")
-    kind = state[key("kind")]
-    transformer = kind == "transformer"
-    base = LIVE_PRESETS[state[key("preset")]].config
-    if family(kind) != family(base.kind):  # the schedule (warm-up, decay) of a preset of the same family
-        base = LIVE_PRESETS[FAMILY_PRESETS[family(kind)]].config
-    n_head = state.get(key("n_head"), TRANSFORMER_DEFAULTS.config.n_head)
-    block_size = state.get(key("block_size"), TRANSFORMER_DEFAULTS.config.block_size)
-    shape_problems = (_transformer_problems(state[key("hidden")], n_head, block_size, state[key("seq_len")])
-                      if transformer else [])
-    problems += shape_problems
-    values = dict(
-        kind=kind, layers=state[key("layers")], hidden=state[key("hidden")],
-        embedding=True if transformer else state[key("embedding")],
-        dropout=state[key("dropout")] if transformer or state[key("layers")] > 1 else 0.0,
-        optimizer=state[key("optimizer")], lr=lr if lr_problem is None else 1e-3, batch=state[key("batch")],
-        seq_len=state[key("seq_len")], clip=state[key("clip")] if state[key("clip_on")] else None,
-        forget_bias=state[key("forget_bias")] if kind == "lstm" and state[key("forget_bias_on")] else None,
-        seed=seed(), n_head=n_head if transformer else base.n_head,
-        block_size=block_size if transformer else base.block_size,
-    )  # fmt: skip
-    if shape_problems:  # a shape that cannot be built: count and estimate the nearest one that can
-        values.update(n_head=1, seq_len=min(values["seq_len"], block_size))
-    config = replace(base, **values)
-    vocab = vocab_size or TYPICAL_VOCAB
-    parameters = count_parameters(config, vocab)
-    if parameters > MAX_PARAMETERS:
-        problems.append(f"This model has {parameters:,} parameters; a session may train at most {MAX_PARAMETERS:,} "
-                        "live. Use fewer layers or hidden units (or the command-line trainer, rnnviz train).")
-    shape = effective_shape(config, corpus) if corpus is not None else None
-    speed = (estimate_for_corpus(config, corpus, matmul_flops()) if corpus is not None
-             else estimate_chars_per_second(config, vocab, matmul_flops()))
-    if problems:
-        return PendingRun(None, None, tuple(problems), parameters, speed, shape)
-    settings = LiveSettings(step_budget=int(budget), sample_every=int(state[key("sample_every")]))
-    return PendingRun(config, settings, (), parameters, speed, shape)
-
-
-def _transformer_problems(width: int, n_head: int, block_size: int, seq_len: int) -> list[str]:
-    problems = []
-    if width % n_head:
-        problems.append(f"The width C = {width} does not split into {n_head} attention heads of equal width: "
-                        "choose a number of heads that divides C.")
-    if seq_len > block_size:
-        problems.append(f"A Transformer with a context of {block_size} characters trains on windows of at most "
-                        f"{block_size}: lower the window T to {block_size} or raise the context.")
-    return problems
-
-
-def speed_help(pending: PendingRun) -> str:
-    """How the speed estimate is made, and the batch and length it assumes."""
-    text = "From the model's size and this server's measured matmul rate; the run shows the real one."
-    if pending.config is not None and pending.shape is not None:
-        batch, seq_len = pending.shape
-        if (batch, seq_len) != (pending.config.batch, pending.config.seq_len):
-            text += (f" This text is too short for B = {pending.config.batch} streams of T = {pending.config.seq_len} "
-                     f"characters, so the trainer uses B = {batch}, T = {seq_len}: {batch * seq_len:,} characters a "
-                     "step, and the fixed cost of each step dominates.")
-    return text
-
-
-def retunable_changes(current: TrainConfig, pending: PendingRun) -> dict | None:
-    """The learning rate and clipping of the widgets when they differ from the run's (None when they match)."""
-    if pending.config is None:
-        return None
-    lr, clip = pending.config.lr, pending.config.clip
-    return None if (lr, clip) == (current.lr, current.clip) else {"lr": lr, "clip": clip}
-
-
-def differences_from_run(
-    current: TrainConfig, run_corpus: str, pending: PendingRun, next_corpus: str | None
-) -> list[str]:
-    """The settings (beyond learning rate and clipping) in which the widgets differ from the run, as
-    "name: run's → widgets'"."""
-    changed = ([f"corpus: {literal(run_corpus)} → {literal(next_corpus)}"]
-               if next_corpus and next_corpus != run_corpus else [])
-    if pending.config is not None:
-        changed += [f"{f.name.replace('_', ' ')}: {getattr(current, f.name)} → {getattr(pending.config, f.name)}"
-                    for f in fields(TrainConfig) if f.name not in ("lr", "clip")
-                    and getattr(current, f.name) != getattr(pending.config, f.name)]
-    return changed

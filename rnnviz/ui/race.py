@@ -22,8 +22,9 @@ from rnnviz.charlm.live import RunRegistry, count_parameters
 from rnnviz.charlm.race import Race, RaceRunner, RaceStatus, load_average
 from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, MINGRU_PRESET, TUNED_GPT
 from rnnviz.figures import race as figures
+from rnnviz.ui.live_corpus import builtin_corpus, needs_download
 from rnnviz.ui.live_run import training_slots
-from rnnviz.ui.live_setup import CORPUS_LABELS, builtin_corpus, needs_download
+from rnnviz.ui.live_setup import CORPUS_LABELS
 from rnnviz.ui.sessions import current_session_id, session_alive
 from rnnviz.ui.widgets import literal, plot
 
