@@ -15,14 +15,13 @@ run: $(RUNTIME_STAMP)
 	$(BIN)/python -m streamlit run app.py --server.port $(PORT)
 
 ## Install everything, then run ruff and every test, the browser tests included: the tests that start no server,
-## browser or Ray cluster on TEST_WORKERS processes at once (make check's set); then those that do in two lanes,
-## the browser tests one at a time (their waits on a live server grew flaky with two of them at once on two cores)
-## beside the Ray tests (which spend much of their time waiting for Ray's processes); then, alone, the two that
-## time the server under a class's load (marked "alone": whatever ran beside them would show in their figures).
+## browser or Ray cluster on TEST_WORKERS processes at once (make check's set); then those that do, one at a time
+## (their waits on a live server grew flaky with two of them at once on two cores); then, alone, the two that time
+## the server under a class's load (marked "alone": whatever ran beside them would show in their figures).
 test: $(DEV_STAMP) chromium
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not e2e and not load and not ray"
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --lanes -m "(e2e or load or ray) and not alone"
+	$(BIN)/python -m pytest -m "(e2e or load or ray) and not alone"
 	$(BIN)/python -m pytest -m alone
 
 ## The inner loop: ruff and every test that starts no server, no browser and no Ray cluster (about 2 minutes).

@@ -16,16 +16,12 @@ import torch
 
 from rnnviz.core.runtime import configure_cpu, physical_cores
 
-
-def pytest_configure(config):
-    """Under pytest-xdist every worker (and every server it starts) gets its share of the cores: two workers on
-    two cores with two spinning OpenMP threads each would spend much of the machine waiting for one another.
-    Not in ``--lanes``: there the servers of the browser lane train alone for most of the run (the Ray lane
-    ends early, and its actors choose their own threads)."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if workers > 1 and not config.getoption("lanes", False):
-        os.environ.setdefault("RNNVIZ_THREADS", str(max(1, physical_cores() // workers)))
-    configure_cpu()
+# Under pytest-xdist every worker (and every server it starts) gets its share of the cores: two workers on two
+# cores with two spinning OpenMP threads each would spend much of the machine waiting for one another.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("RNNVIZ_THREADS", str(max(1, physical_cores() // _WORKERS)))
+configure_cpu()
 
 
 def _scan_component_manifests_once() -> None:
@@ -161,14 +157,6 @@ RAY_FILES = ("test_ray_backend.py", "test_ray_cluster.py", "test_backend_contrac
 GROUPS = dict.fromkeys((*RAY_FILES, "test_load_ray.py"), "ray")
 
 
-def pytest_addoption(parser):
-    parser.addoption(
-        "--lanes", action="store_true",
-        help="with -n 2 --dist loadgroup: the Ray modules on one worker and every other module, one after another, "
-             "on the other (make test runs the browser tests so: one browser lane, beside the Ray tests, which "
-             "spend much of their time waiting for Ray's processes)")
-
-
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.name in RAY_FILES or item.path.name == "test_load_ray.py":
@@ -177,16 +165,14 @@ def pytest_collection_modifyitems(items):
 
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``: each module's tests on one worker, and the modules of a group (``GROUPS``)
-    on the same one; with ``--lanes``, two groups: the Ray modules, and all the others."""
+    on the same one."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    lanes = config.getoption("lanes")
-
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return GROUPS.get(module.rsplit("/", 1)[-1], "others" if lanes else module)
+            return GROUPS.get(module.rsplit("/", 1)[-1], module)
 
     return GroupScheduling(config, log)
