@@ -9,9 +9,9 @@ import pandas  # noqa: F401
 import streamlit as st
 
 from rnnviz.core.runtime import configure_cpu
-from rnnviz.ui.navigation import build_navigation, render_sidebar
-from rnnviz.ui.sessions import reap_expired_sessions
-from rnnviz.ui.warmup import warm_up_once
+from rnnviz.ui.app.navigation import build_navigation, render_sidebar
+from rnnviz.ui.app.sessions import reap_expired_sessions
+from rnnviz.ui.app.warmup import warm_up_once
 
 st.set_page_config(page_title="rnnviz", page_icon=":material/cycle:", layout="wide")
 configure_cpu()

@@ -4,8 +4,9 @@ hallucination from co-occurrence."""
 
 import streamlit as st
 
-from rnnviz.ui import captioning as sections
-from rnnviz.ui.widgets import page_header
+from rnnviz.ui.captioning import scene as scene_builder
+from rnnviz.ui.captioning import sections
+from rnnviz.ui.kit.widgets import page_header
 
 page_header(
     "image-captioning",
@@ -28,7 +29,7 @@ st.latex(r"x_t = E\,w_{t-1},\quad w_0 = \langle\mathrm{START}\rangle,\qquad v = 
          r"\qquad t = 1, 2, \ldots \text{ until } w_t = \langle\mathrm{END}\rangle")
 
 caps = sections.captioners()
-built = sections.build_scene()
+built = scene_builder.build_scene()
 if built is not None:
     scene, image = built
     model, ids = sections.decode_section(caps, image)

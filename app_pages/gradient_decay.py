@@ -3,8 +3,7 @@ section at a time (the section is in the address, so a teacher can link straight
 
 import streamlit as st
 
-from rnnviz.ui import gradient_sections as sections
-from rnnviz.ui.links import (
+from rnnviz.ui.kit.links import (
     LinkParam,
     mirror_to_link,
     parse_choice,
@@ -13,7 +12,8 @@ from rnnviz.ui.links import (
     restore_from_link,
     share_link,
 )
-from rnnviz.ui.widgets import page_header
+from rnnviz.ui.kit.widgets import page_header
+from rnnviz.ui.mechanics import gradient as sections
 
 LINK = (
     LinkParam("section", sections.SECTION, parse_choice(list(sections.SECTIONS))),

@@ -14,11 +14,11 @@ from rnnviz.figures.handbuilt import (
     truth_verdict,
 )
 from rnnviz.lessons.handbuilt import DEFAULT_BITS, MAX_BITS, HandConfig, format_bits, parse_bits
-from rnnviz.ui.handbuilt import LINK_PARAMS, guess_form, quiz_scores, weight_editor
-from rnnviz.ui.links import mirror_to_link, restore_from_link, share_link
-from rnnviz.ui.mechanics import hand_run, hand_truth_table
-from rnnviz.ui.stepper import step_controls
-from rnnviz.ui.widgets import literal, page_header, plot
+from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
+from rnnviz.ui.kit.stepper import step_controls
+from rnnviz.ui.kit.widgets import literal, page_header, plot
+from rnnviz.ui.mechanics.handbuilt import LINK_PARAMS, guess_form, quiz_scores, weight_editor
+from rnnviz.ui.mechanics.runs import hand_run, hand_truth_table
 
 header_area = st.container()  # filled once the nonlinearity below is known: the equation names it
 

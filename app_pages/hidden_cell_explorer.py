@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from rnnviz.ui import explorer as ex
-from rnnviz.ui.explorer_choices import (
+from rnnviz.ui.explorer import data as ex
+from rnnviz.ui.explorer.choices import (
     FEATURE,
     LAYER,
     LINK,
@@ -16,9 +16,10 @@ from rnnviz.ui.explorer_choices import (
     ensure_cell,
     ensure_feature,
 )
-from rnnviz.ui.explorer_sections import PRIME, colour_by_cell, find_cells, intervene, pattern_search, watch_emerge
-from rnnviz.ui.links import mirror_to_link, restore_from_link, share_link
-from rnnviz.ui.widgets import page_header, seed
+from rnnviz.ui.explorer.sections import PRIME, colour_by_cell, find_cells, intervene, pattern_search, watch_emerge
+from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
+from rnnviz.ui.kit.models import model_id
+from rnnviz.ui.kit.widgets import page_header, seed
 
 page_header(
     "hidden-cell-explorer",
@@ -37,7 +38,7 @@ for kept in (LAYER, UNIT, QUANTITY, WINDOW, FEATURE, PRIME):
         st.session_state[kept] = st.session_state[kept]
 model_source = choose_model()
 passage, syntax = choose_text(model_source)
-trace_key = (*ex.model_id(model_source), passage)
+trace_key = (*model_id(model_source), passage)
 cell_trace, rankings, baseline = ex.prepare(trace_key, model_source.model, model_source.vocab, passage, syntax,
                                             seed())
 feature_tracks = ex.tracks_for(passage, syntax)

@@ -3,10 +3,10 @@ Transformer's attention, how far back each one remembers (memory probes) and the
 
 import streamlit as st
 
-from rnnviz.ui import hidden_state as sections
-from rnnviz.ui import hidden_state_memory as memory
-from rnnviz.ui.race import race_section
-from rnnviz.ui.widgets import page_header
+from rnnviz.core import equations
+from rnnviz.ui.hidden_state import memory, sections
+from rnnviz.ui.hidden_state.race import race_section
+from rnnviz.ui.kit.widgets import page_header
 
 page_header(
     "hidden-state",
@@ -17,12 +17,8 @@ page_header(
     "idea behind Mamba and RWKV); the Transformer has no evolving state at all: at every step it keeps the keys "
     "and values of **every earlier character** in every layer, and attends over them.",
 )
-st.latex(r"\text{RNN:}\quad h_t = \tanh(W_{xh} x_t + b_{xh} + W_{hh} h_{t-1} + b_{hh})")
-st.latex(r"\text{LSTM:}\quad c_t = f_t \odot c_{t-1} + i_t \odot g_t, \qquad h_t = o_t \odot \tanh(c_t)")
-st.latex(r"\text{minGRU:}\quad z_t = \sigma(W_z x_t), \quad \tilde h_t = g(W_h x_t), \qquad "
-         r"h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t")
-st.latex(r"\text{Transformer:}\quad \mathrm{Attn}(X) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d}} + M\right)V,"
-         r"\qquad M_{ts} = \begin{cases} 0 & s \le t \\ -\infty & s > t \end{cases}")
+for kind in ("rnn", "lstm", "mingru", "transformer"):
+    st.latex(equations.labelled_update(kind))
 
 sections.choose_sentence()
 slots = sections.slots()

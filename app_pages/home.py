@@ -4,8 +4,9 @@ import streamlit as st
 
 from rnnviz.figures.shapes import five_shapes_figure
 from rnnviz.lessons.shapes import SHAPES
-from rnnviz.ui.registry import page_by_url
-from rnnviz.ui.widgets import page_header, plot, shared_figure
+from rnnviz.ui.app.registry import page_by_url
+from rnnviz.ui.kit.cache import shared_figure
+from rnnviz.ui.kit.widgets import page_header, plot
 
 page_header(
     "home",

@@ -3,13 +3,13 @@
 import streamlit as st
 
 from rnnviz.figures import live as figures
-from rnnviz.ui import live_corpus, live_pending
-from rnnviz.ui import live_run as live
-from rnnviz.ui import live_sampling as sampling
-from rnnviz.ui import live_setup as setup
-from rnnviz.ui import live_watch as watch
-from rnnviz.ui.live_hello import hello_walkthrough
-from rnnviz.ui.widgets import page_header, plot
+from rnnviz.ui.app.server import training_slots
+from rnnviz.ui.kit.widgets import page_header, plot
+from rnnviz.ui.live import corpus as live_corpus
+from rnnviz.ui.live import pending as live_pending
+from rnnviz.ui.live import run as live
+from rnnviz.ui.live import sampling, setup, watch
+from rnnviz.ui.live.hello import hello_walkthrough
 
 URL = "char-model-training"
 
@@ -90,7 +90,7 @@ def training_panel() -> None:
     if run.is_active:  # False when a late timer tick follows a Pause: then only draw
         # A click may have started this script thread while the last one still trains its chunk: then train
         # on the next rerun, so that the click is answered at once.
-        run.tick_unless_busy(live.training_slots(), live.owner(), live.CHUNK_SECONDS)
+        run.tick_unless_busy(training_slots(), live.owner(), live.CHUNK_SECONDS)
         if not run.is_active:
             st.rerun()  # finished or halted by itself: the controls change too
 

@@ -4,14 +4,17 @@ import streamlit as st
 
 from rnnviz.charlm.corpus import Vocab
 from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import shape_label
 from rnnviz.figures import gates as figures
 from rnnviz.lessons import gates
-from rnnviz.ui.explorer import corpus_of, held_out_text, keep_known, model_id, settled
-from rnnviz.ui.links import LinkParam, mirror_to_link, parse_float_in, restore_from_link, share_link
-from rnnviz.ui.models import ModelSource, model_sources
-from rnnviz.ui.widgets import page_header, plot, seed, shared_figure
+from rnnviz.ui.kit.cache import shared_figure
+from rnnviz.ui.kit.keys import PageKeys
+from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_float_in, restore_from_link, share_link
+from rnnviz.ui.kit.models import ModelSource, corpus_of, held_out_text, keep_known, model_id, model_sources, settled
+from rnnviz.ui.kit.widgets import page_header, plot, seed
 
 PAGE = "lstm_gates"
+page_key = PageKeys(PAGE)
 C_PREV = 0.8  # the classroom trace starts from c_{t−1} = 0.8
 GATE_SLIDERS = {  # gate: (label, low, high, default)
     "f": ("forget gate f", 0.0, 1.0, 0.5),
@@ -20,7 +23,7 @@ GATE_SLIDERS = {  # gate: (label, low, high, default)
     "o": ("output gate o", 0.0, 1.0, 1.0),
 }
 LINK = tuple(
-    LinkParam(gate, f"{PAGE}_{gate}", parse_float_in(low, high), lambda v: f"{v:.2f}")
+    LinkParam(gate, page_key(gate), parse_float_in(low, high), lambda v: f"{v:.2f}")
     for gate, (_, low, high, _) in GATE_SLIDERS.items()
 )
 MAX_SATURATION_CHARS = 2000
@@ -30,7 +33,7 @@ DEFAULT_SATURATION_MODEL = "pretrained:lstm-english-docs"  # held-out prose read
 def apply_preset(values: tuple[float, float, float, float]) -> None:
     """on_click: set the four gate sliders to a teaching case."""
     for gate, value in zip("figo", values):
-        st.session_state[f"{PAGE}_{gate}"] = value
+        st.session_state[page_key(gate)] = value
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -57,17 +60,17 @@ def one_number_through_the_gates() -> None:
                 "hand, or pick a teaching case.")
     restore_from_link(PAGE, LINK)
     for gate, (_, _, _, default) in GATE_SLIDERS.items():
-        st.session_state.setdefault(f"{PAGE}_{gate}", default)
+        st.session_state.setdefault(page_key(gate), default)
     preset_cols = st.columns(len(gates.PRESETS) + 1)
     for col, (name, (values, _)) in zip(preset_cols, gates.PRESETS.items()):
-        col.button(name, key=f"{PAGE}_preset_{name}", on_click=apply_preset, args=(values,), width="stretch")
+        col.button(name, key=page_key("preset", name), on_click=apply_preset, args=(values,), width="stretch")
     with preset_cols[-1]:
         share_link(LINK)
     slider_cols = st.columns(4)
     for col, (gate, (label, low, high, _)) in zip(slider_cols, GATE_SLIDERS.items()):
-        col.slider(label, low, high, step=0.01, key=f"{PAGE}_{gate}")
+        col.slider(label, low, high, step=0.01, key=page_key(gate))
     mirror_to_link(LINK)
-    f, i, g, o = (st.session_state[f"{PAGE}_{gate}"] for gate in "figo")
+    f, i, g, o = (st.session_state[page_key(gate)] for gate in "figo")
     trace = gates.OneNumber(C_PREV, f, i, g, o)
     lesson = next((text for values, text in gates.PRESETS.values() if values == (f, i, g, o)), None)
     if lesson:
@@ -82,7 +85,7 @@ def one_number_through_the_gates() -> None:
     )
     fig_col, num_col = st.columns([3, 1])
     with fig_col:
-        plot(shared_figure(figures.one_number_figure, trace, key=(C_PREV, f, i, g, o)), key=f"{PAGE}_one_number")
+        plot(shared_figure(figures.one_number_figure, trace, key=(C_PREV, f, i, g, o)), key=page_key("one_number"))
     with num_col:
         st.metric("c_t, the new cell", f"{trace.c_t:.3f}")
         st.metric("h_t, what is exposed", f"{trace.h_t:.3f}")
@@ -99,19 +102,19 @@ def one_full_step() -> None:
         "a vector's numbers, one row per unit."
     )
     word_col, h_col, t_col = st.columns([2, 1, 2])
-    word = word_col.text_input("word", "hello", max_chars=24, key=f"{PAGE}_word")
-    hidden = h_col.slider("H, hidden size", 2, 8, 4, key=f"{PAGE}_hidden")
+    word = word_col.text_input("word", "hello", max_chars=24, key=page_key("word"))
+    hidden = h_col.slider("H, hidden size", 2, 8, 4, key=page_key("hidden"))
     try:
         step_config = gates.StepModelConfig(word, hidden, seed())
     except ValueError as err:
         st.error(f"{err}")
         step_config = None
     if step_config is not None:
-        t = t_col.slider("step t", 1, len(word), min(3, len(word)), key=f"{PAGE}_step")
+        t = t_col.slider("step t", 1, len(word), min(3, len(word)), key=page_key("step"))
         detail = step_detail(step_config, t)
         vocabulary = step_config.vocabulary
         drawn = (step_config, t)
-        plot(shared_figure(figures.lstm_step_figure, detail, word[t - 1], key=drawn), key=f"{PAGE}_step_figure")
+        plot(shared_figure(figures.lstm_step_figure, detail, word[t - 1], key=drawn), key=page_key("step_figure"))
         st.subheader("The stacked W")
         counts = gates.parameter_counts(len(vocabulary), hidden)
         st.markdown(
@@ -120,7 +123,7 @@ def one_full_step() -> None:
             f"(D = {len(vocabulary)}, one column per character). Four blocks is why an LSTM has about 4× the "
             "parameters of a vanilla RNN of the same H."
         )
-        plot(shared_figure(figures.stacked_w_figure, detail, list(vocabulary), key=drawn), key=f"{PAGE}_stacked_w")
+        plot(shared_figure(figures.stacked_w_figure, detail, list(vocabulary), key=drawn), key=page_key("stacked_w"))
         p1, p2, p3 = st.columns(3)
         p1.metric("vanilla RNN layer: H(H+D) + 2H", f"{counts['rnn']:,}")
         p2.metric("LSTM layer: 4·(H(H+D) + 2H)", f"{counts['lstm']:,}")
@@ -140,7 +143,7 @@ def gate_saturation() -> None:
     if not sources:
         st.info("There is no trained LSTM to measure yet: train one on the live-training page.")
         return
-    model_key = f"{PAGE}_model"
+    model_key = page_key("model")
     if st.session_state.get(model_key) not in sources:
         st.session_state[model_key] = DEFAULT_SATURATION_MODEL if DEFAULT_SATURATION_MODEL in sources else next(
             iter(sources))
@@ -148,12 +151,12 @@ def gate_saturation() -> None:
     source = settled(sources[chosen])
     corpus = corpus_of(source)
     choices = (["held-out text", "your text"] if corpus is not None else ["your text"])
-    text_source = st.radio("text", choices, horizontal=True, key=f"{PAGE}_text_source",
+    text_source = st.radio("text", choices, horizontal=True, key=page_key("text_source"),
                            help="The held-out text is the last 10% of the model's own corpus, which training "
                                 "never read.")
     held_out = held_out_text(corpus, MAX_SATURATION_CHARS) if corpus is not None else ""
     if text_source == "your text":
-        text = st.text_area("your text", held_out[:400], max_chars=MAX_SATURATION_CHARS, key=f"{PAGE}_text")
+        text = st.text_area("your text", held_out[:400], max_chars=MAX_SATURATION_CHARS, key=page_key("text"))
     else:
         text = held_out
     text, unknown = keep_known(text, source.vocab)
@@ -166,11 +169,11 @@ def gate_saturation() -> None:
         return
     stats = saturation(model_id(source), source.model, source.vocab.chars, text)
     config = source.model.config
-    st.caption(f"{stats.characters:,} characters; {config.layers} × {config.hidden} LSTM trained on "
+    st.caption(f"{stats.characters:,} characters; {shape_label(config)} trained on "
                f"{source.corpus} for {source.step:,} steps.")
     measured = (model_id(source), text)
-    plot(shared_figure(figures.saturation_bars_figure, stats, key=measured), key=f"{PAGE}_saturation_bars")
-    plot(shared_figure(figures.saturation_histograms_figure, stats, key=measured), key=f"{PAGE}_saturation_hist")
+    plot(shared_figure(figures.saturation_bars_figure, stats, key=measured), key=page_key("saturation_bars"))
+    plot(shared_figure(figures.saturation_histograms_figure, stats, key=measured), key=page_key("saturation_hist"))
     forget = stats.get(stats.layers - 1, "f")
     st.metric(f"forget gate, layer {stats.layers}: right-saturated (f > 0.9, remembering)", f"{forget.right:.1%}")
 

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from rnnviz.ui.memory_tabs import conditioning_tab, cost_tab, delay_tab, set_defaults
-from rnnviz.ui.widgets import page_header
+from rnnviz.ui.kit.widgets import page_header
+from rnnviz.ui.memory.tabs import conditioning_tab, cost_tab, delay_tab, set_defaults
 
 page_header(
     "memory-experiments",

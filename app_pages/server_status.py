@@ -8,10 +8,10 @@ from rnnviz.charlm.corpus import MAX_VOCAB
 from rnnviz.charlm.live import MAX_CORPUS_BYTES, MAX_PARAMETERS, LiveRun
 from rnnviz.charlm.sample_request import MAX_SAMPLE_LENGTH
 from rnnviz.core.runtime import physical_cores, process_memory_bytes
-from rnnviz.ui.live_run import LEASE_SECONDS, training_slots
-from rnnviz.ui.server_backend import backend_panel, cluster_numbers, training_metrics
-from rnnviz.ui.sessions import collect_garbage, reap_expired_sessions
-from rnnviz.ui.widgets import page_header
+from rnnviz.ui.app.server import LEASE_SECONDS, training_slots
+from rnnviz.ui.app.sessions import collect_garbage, reap_expired_sessions
+from rnnviz.ui.kit.widgets import page_header
+from rnnviz.ui.server_status import backend_panel, cluster_numbers, training_metrics
 
 page_header(
     "server-status",

@@ -13,9 +13,10 @@ from rnnviz.lessons.stacked import (
     layer_parameters,
     parse_words,
 )
-from rnnviz.ui.mechanics import stack_depth_table, stack_run
-from rnnviz.ui.stepper import step_controls
-from rnnviz.ui.widgets import page_header, plot, seed, shared_figure
+from rnnviz.ui.kit.cache import shared_figure
+from rnnviz.ui.kit.stepper import step_controls
+from rnnviz.ui.kit.widgets import page_header, plot, seed
+from rnnviz.ui.mechanics.runs import stack_depth_table, stack_run
 
 EMBED_DIM = 3  # E: each word is a 3-number vector, as in the lecture's example
 

@@ -4,9 +4,9 @@ import streamlit as st
 
 from rnnviz.figures.tbptt import chunk_figure, curves_figure, sweep_figure
 from rnnviz.lessons.tbptt import SweepConfig
-from rnnviz.ui.mechanics import tbptt_reach
-from rnnviz.ui.sweep import chunk_choices, run_missing, stored_runs
-from rnnviz.ui.widgets import page_header, plot, seed
+from rnnviz.ui.kit.widgets import page_header, plot, seed
+from rnnviz.ui.mechanics.runs import tbptt_reach
+from rnnviz.ui.mechanics.sweep import chunk_choices, run_missing, stored_runs
 
 page_header(
     "truncated-bptt",

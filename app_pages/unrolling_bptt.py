@@ -4,8 +4,8 @@ import streamlit as st
 
 from rnnviz.figures.unroll import gradient_sum_latex, step_contributions_figure, unrolled_figure
 from rnnviz.lessons.unroll import ATTACHMENTS, MAX_HIDDEN, MAX_STEPS, UnrollConfig
-from rnnviz.ui.mechanics import unroll_result
-from rnnviz.ui.widgets import page_header, plot, seed
+from rnnviz.ui.kit.widgets import page_header, plot, seed
+from rnnviz.ui.mechanics.runs import unroll_result
 
 page_header(
     "unrolling-bptt",

@@ -42,7 +42,7 @@ def bench_generate() -> dict:
 
 
 def bench_train() -> dict:
-    from rnnviz.ui.captioning import TRAIN_BASE  # the page's settings (importing streamlit is fine here)
+    from rnnviz.ui.captioning.sections import TRAIN_BASE  # the page's settings (importing streamlit is fine here)
 
     config = TRAIN_BASE
     out = {"config": {"steps": config.steps, "batch": config.batch, "n_train": config.n_train, "p": config.p}}
@@ -58,7 +58,7 @@ def bench_train() -> dict:
 
 
 def bench_sweep() -> dict:
-    from rnnviz.ui.captioning import SWEEP_BASE
+    from rnnviz.ui.captioning.sections import SWEEP_BASE
 
     configure_cpu()
     points, timing = _timed(lambda: M.sweep(SWEEP_PS, SWEEP_BASE)[0])

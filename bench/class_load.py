@@ -18,7 +18,7 @@ import os
 import sys
 
 from bench.common import print_table
-from rnnviz.ui.registry import PAGES
+from rnnviz.ui.app.registry import PAGES
 from tests.e2e.harness import streamlit_server
 from tests.load.light_clients import class_opens_page, summary, visit
 

@@ -4,7 +4,7 @@ shows beside each ranking).
 
 Contenders, alternated in the same run so that noise from the other core hits them alike:
 
-- ``first visit``: what rnnviz.ui.explorer.prepare computes when the page meets a model and a text for the
+- ``first visit``: what rnnviz.ui.explorer.data.prepare computes when the page meets a model and a text for the
   first time: the feature tracks of the text, ``trace_cells`` and ``rank_cells`` for the model, then a
   seeded random model of the same config, traced and ranked against the same tracks. Target: ≤ 2 s on
   2 cores, a 2 × 256 LSTM being larger than the shipped 1 × 256 models.
@@ -25,7 +25,8 @@ import torch
 
 from bench.common import alternate, median, print_table
 from rnnviz.charlm.corpus import python_stdlib_text
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 from rnnviz.core.runtime import configure_cpu
 from rnnviz.interpret.finder import rank_cells, trace_cells
 from rnnviz.interpret.textfeatures import feature_tracks

@@ -1,6 +1,6 @@
 """The live page's "estimated chars/s" beside the Trainer's measured chars/s, for the presets and a few shapes.
 
-The estimate (rnnviz.charlm.live.estimate_chars_per_second) is a per-step overhead plus a per-time-step overhead
+The estimate (rnnviz.charlm.speed.estimate_chars_per_second) is a per-step overhead plus a per-time-step overhead
 plus 6·P·B·T flops at MATMUL_EFFICIENCY of the matmul rate F, which the page measures with
 ``measure_matmul_flops``. Here F is measured the same way just before each timed run, outside its clock, and
 the median of those measurements goes into the estimate. Configurations alternate in rounds, so that load
@@ -8,7 +8,7 @@ from other jobs hits them alike; the ratio estimate / measured should stay withi
 estimate to be useful.
 
 The table also prints the three constants fitted to this run (least relative error, none negative) and the
-ratios they would give, so that a run can re-fit rnnviz.charlm.live's constants. The fit reads each shape's
+ratios they would give, so that a run can re-fit rnnviz.charlm.speed's constants. The fit reads each shape's
 fastest round, the one least slowed by other jobs, as the matmul rate F is a best-of-a-few measurement;
 on a quiet machine the fastest round and the median agree.
 Usage: python -m bench.live_estimate
@@ -23,10 +23,11 @@ import numpy as np
 import torch
 
 from bench.common import median, print_table
-from rnnviz.charlm import live
+from rnnviz.charlm import speed
 from rnnviz.charlm.corpus import Corpus, english_docs_text
-from rnnviz.charlm.live import count_parameters, estimate_chars_per_second, measure_matmul_flops
-from rnnviz.charlm.train import PRESETS, TrainConfig, Trainer
+from rnnviz.charlm.presets import PRESETS
+from rnnviz.charlm.speed import count_parameters, estimate_chars_per_second, measure_matmul_flops
+from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.core.runtime import configure_cpu
 
 SHAPES = {  # the recurrent presets (the estimate's form is that of a recurrent stack), then a few more shapes
@@ -85,7 +86,7 @@ def run(rounds: int = 5, steps: int = 5) -> dict:
     terms = np.array([_terms(t.config, vocab, rate) for t in trainers.values()])
     step_seconds = np.array([min(times[name]) / steps for name in trainers])  # the fastest round of each shape
     fitted = fit_constants(terms, step_seconds)
-    current = (live.STEP_OVERHEAD_S, live.TIMESTEP_OVERHEAD_S, live.MATMUL_EFFICIENCY)
+    current = (speed.STEP_OVERHEAD_S, speed.TIMESTEP_OVERHEAD_S, speed.MATMUL_EFFICIENCY)
     results = {"matmul_gflops": round(rate / 1e9, 1), "matmul_gflops_min_max": [round(min(flops) / 1e9, 1),
                                                                                  round(max(flops) / 1e9, 1)],
                "constants": {"step_overhead_s": current[0], "timestep_overhead_s": current[1],

@@ -28,7 +28,8 @@ import torch
 
 from bench.common import alternate, print_table
 from rnnviz.charlm.train import make_optimizer
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 from rnnviz.core.mingru import MinGRU
 from rnnviz.core.runtime import configure_cpu
 
@@ -115,13 +116,13 @@ def tune(configs: dict | None = None, marks: tuple[float, ...] = (30, 60)) -> di
     from dataclasses import replace
 
     from rnnviz.charlm.corpus import Corpus
+    from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET, MINGRU_PRESET
     from rnnviz.charlm.race import Race
-    from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, MINGRU_PRESET
 
     configure_cpu()
     corpus = Corpus("tiny-shakespeare", DATA.read_text(encoding="utf-8"))
     preset = ALL_PRESETS[MINGRU_PRESET].config
-    configs = configs or {  # the preset and its nearest rivals in the races recorded in rnnviz/charlm/train.py
+    configs = configs or {  # the preset and its nearest rivals in the races in README.md (How the presets were tuned)
         "LSTM preset": ALL_PRESETS[DEFAULT_PRESET].config,
         "minGRU preset 2x128 lr 1e-2": preset,
         "minGRU 1x256 lr 6e-3": replace(preset, layers=1, hidden=256, lr=6e-3),

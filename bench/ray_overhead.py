@@ -23,7 +23,7 @@ from rnnviz.charlm.corpus import Corpus, english_docs_text
 from rnnviz.charlm.live import LiveRun, LiveSettings
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig
-from rnnviz.ui.live_run import CHUNK_SECONDS, RERUN_EVERY
+from rnnviz.ui.live.run import CHUNK_SECONDS, RERUN_EVERY
 
 PRESET = TrainConfig(kind="lstm", layers=1, hidden=256, batch=32, seq_len=64, device="cpu")
 SETTINGS = LiveSettings(step_budget=1_000_000, sample_every=100, sample_length=200)

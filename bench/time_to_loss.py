@@ -24,17 +24,9 @@ from torch import nn
 
 from bench.common import print_table
 from rnnviz.charlm.corpus import Corpus, TBPTTBatcher
+from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, DEFAULT_PRESET, MINGRU_PRESET, TUNED_GPT
 from rnnviz.charlm.race import Race
-from rnnviz.charlm.train import (
-    ALL_PRESETS,
-    BABY_GPT,
-    DEFAULT_PRESET,
-    MINGRU_PRESET,
-    TUNED_GPT,
-    EvalRecord,
-    Trainer,
-    sequence_loss,
-)
+from rnnviz.charlm.train import EvalRecord, Trainer, sequence_loss
 from rnnviz.core.recurrent import detach_state
 from rnnviz.core.runtime import configure_cpu
 

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from bench.common import print_table
 from rnnviz.charlm.corpus import Corpus
+from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET
 from rnnviz.charlm.race import Race
-from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, Trainer
+from rnnviz.charlm.train import Trainer
 from rnnviz.core.runtime import configure_cpu
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tinyshakespeare.txt"

@@ -18,7 +18,8 @@ from torch import nn
 from bench.common import alternate, matmul_peak_gflops, median, print_table
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.train import TrainConfig, Trainer
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 from rnnviz.core.recurrent import detach_state
 from rnnviz.core.runtime import configure_cpu
 

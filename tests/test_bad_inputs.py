@@ -27,7 +27,7 @@ from rnnviz.charlm.corpus import TINY_SHAKESPEARE_BYTES, TINY_SHAKESPEARE_FILE, 
 from rnnviz.charlm.live import LiveRun, LiveSettings
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
-from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY
+from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import APP, TIMEOUT, page_text
 
 HAND, GRADIENTS, GATES, STACKED = ("app_pages/hand_built_rnn.py", "app_pages/gradient_decay.py",

@@ -10,7 +10,8 @@ import pytest
 from rnnviz.captioning import model as M
 from rnnviz.captioning import shipped, world
 from rnnviz.figures import captioning as fig
-from rnnviz.ui import captioning as sections
+from rnnviz.ui.captioning import scene as scene_builder
+from rnnviz.ui.captioning import sections
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import numbers
 
@@ -32,7 +33,7 @@ def _scene(at) -> world.Scene:
     objects = []
     for pos in world.POSITIONS:
         shape = at.selectbox(key=f"cap_shape_{pos}").value
-        if shape != sections.NONE:
+        if shape != scene_builder.NONE:
             objects.append(world.SceneObject(shape, at.selectbox(key=f"cap_colour_{pos}").value,
                                              at.selectbox(key=f"cap_size_{pos}").value, pos))
     return world.Scene(at.selectbox(key="cap_bg").value, tuple(objects))
@@ -47,7 +48,7 @@ def test_page_opens_with_the_default_scene_its_true_caption_and_a_greedy_caption
     assert [t.value for t in page.title] == ["Image captioning"]
     text = page_text(page)
     scene = _scene(page)
-    assert scene == sections.DEFAULT_SCENE
+    assert scene == scene_builder.DEFAULT_SCENE
     assert world.caption(scene) in text
     model = shipped.load("every")[0]
     greedy = M.decode(M.greedy(model, M.pixels(_image(page)[None]))[0])
@@ -193,7 +194,7 @@ def test_a_bad_scene_spec_gives_a_clear_message_and_the_rest_stays():
     assert not at.exception
     assert any("invisible" in e.value for e in at.error)
     assert "The join, side by side" in page_text(at)
-    at.selectbox(key="cap_shape_middle").set_value(sections.NONE).run()  # no object at all
+    at.selectbox(key="cap_shape_middle").set_value(scene_builder.NONE).run()  # no object at all
     assert any("1 to 3 objects" in e.value for e in at.error)
 
 
@@ -203,7 +204,7 @@ def test_random_scene_and_preset_buttons_set_the_widgets():
     assert not at.exception
     assert _scene(at) == world.heldout(1, 1_001).scene(0)
     at.button(key="cap_empty_water").click().run()
-    assert _scene(at) == sections.DEFAULT_SCENE
+    assert _scene(at) == scene_builder.DEFAULT_SCENE
 
 
 def test_join_table_shows_the_recorded_figures(page):

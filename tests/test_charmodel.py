@@ -5,7 +5,8 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 
 
 @pytest.mark.parametrize("kind", ["rnn", "lstm", "gru"])

@@ -21,6 +21,7 @@ from rnnviz.charlm.corpus import (
     Vocab,
     corpus_from_user_text,
     load_builtin,
+    needs_download,
     python_stdlib_text,
     tiny_shakespeare_path,
 )
@@ -249,6 +250,28 @@ def test_stalled_server_times_out(server, tmp_path):
         tiny_shakespeare_path(cache=tmp_path, url=server.url, timeout=0.3)
     assert time.perf_counter() - start < 1.9
     assert _leftovers(tmp_path) == []
+
+
+def test_only_tiny_shakespeare_without_a_good_copy_needs_a_download(shakespeare_bytes, tmp_path):
+    others = ("python-stdlib", "english-docs", "hello", "an uploaded file.txt")
+    # One folder per case: a file rewritten within one clock tick keeps its mtime, which keys the sha256 check.
+    empty, damaged, good = (tmp_path / name for name in ("empty", "damaged", "good"))
+    assert needs_download("tiny-shakespeare", cache=empty)
+    assert not any(needs_download(name, cache=empty) for name in others)
+    damaged.mkdir()
+    (damaged / TINY_SHAKESPEARE_FILE).write_bytes(shakespeare_bytes[:-1] + b"!")  # right size, wrong sha256
+    assert needs_download("tiny-shakespeare", cache=damaged)  # a damaged copy is downloaded again
+    good.mkdir()
+    (good / TINY_SHAKESPEARE_FILE).write_bytes(shakespeare_bytes)
+    assert not needs_download("tiny-shakespeare", cache=good)
+    assert not any(needs_download(name, cache=good) for name in others)
+
+
+def test_needs_download_reads_the_cache_from_the_environment(shakespeare_bytes, tmp_path, monkeypatch):
+    monkeypatch.setenv("RNNVIZ_CACHE", str(tmp_path))
+    assert needs_download("tiny-shakespeare")
+    (tmp_path / TINY_SHAKESPEARE_FILE).write_bytes(shakespeare_bytes)
+    assert not needs_download("tiny-shakespeare")
 
 
 # --- TBPTT batches -------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 from rnnviz.experiments.__main__ import _parser, main
 from rnnviz.experiments.conditioning import (
     BigramClassifier,

@@ -12,9 +12,8 @@ from rnnviz.charlm.corpus import load_builtin
 from rnnviz.charlm.sample import Intervention, generate
 from rnnviz.interpret.finder import CellId, trace_cells
 from rnnviz.interpret.textfeatures import FEATURES, feature_tracks
-from rnnviz.ui.explorer import held_out_text
-from rnnviz.ui.explorer_sections import short_label
-from rnnviz.ui.models import PRETRAINED_DIR
+from rnnviz.ui.explorer.sections import short_label
+from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/hidden_cell_explorer.py"
@@ -160,7 +159,7 @@ def test_three_clicks_from_a_live_model_to_its_bracket_cell_and_its_snapshots(li
     from streamlit.testing.v1 import AppTest
 
     from rnnviz.interpret.finder import rank_cells
-    from rnnviz.ui.models import LIVE_RUN_KEY
+    from rnnviz.ui.kit.models import LIVE_RUN_KEY
     from tests.apptest_helpers import APP, TIMEOUT
 
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)

@@ -10,9 +10,10 @@ from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.core.cells import CellWeights, lstm_cell
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 from rnnviz.lessons import gates
-from rnnviz.ui.explorer import held_out_text
+from rnnviz.ui.kit.models import held_out_text
 from tests.apptest_helpers import open_page, page_text
 
 # --- One number through the gates ---------------------------------------------------------------------------

@@ -13,9 +13,10 @@ import torch.nn.functional as F
 from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.charlm.pretrained import MODELS_DIR
-from rnnviz.core.charmodel import ModelConfig, build_model
+from rnnviz.core.charmodel import build_model
+from rnnviz.core.config import ModelConfig
 from rnnviz.interpret import hidden_state as hs
-from rnnviz.ui.hidden_state import SLOTS, readers_caption
+from rnnviz.ui.hidden_state.sections import SLOTS, readers_caption
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/hidden_state.py"
@@ -352,7 +353,7 @@ def test_the_page_shows_who_attends_to_a_picked_character():
 def test_a_slot_takes_this_sessions_live_trained_model():
     from rnnviz.charlm.live import LiveRun
     from rnnviz.charlm.train import TrainConfig
-    from rnnviz.ui.models import LIVE_RUN_KEY
+    from rnnviz.ui.kit.models import LIVE_RUN_KEY
 
     corpus = load_builtin("english-docs")
     run = LiveRun.create(TrainConfig(kind="transformer", layers=1, hidden=32, n_head=2, block_size=32, seq_len=32,
@@ -379,9 +380,9 @@ def test_a_slot_takes_this_sessions_live_trained_model():
 
 
 def test_the_race_takes_a_mingru_as_a_third_contender_when_ticked(monkeypatch):
+    from rnnviz.charlm.presets import ALL_PRESETS, MINGRU_PRESET
     from rnnviz.charlm.race import RaceStatus
-    from rnnviz.charlm.train import ALL_PRESETS, MINGRU_PRESET
-    from rnnviz.ui import race as race_ui
+    from rnnviz.ui.hidden_state import race as race_ui
 
     for name, value in (("DURATIONS", (1, 20, 60)), ("DEFAULT_SECONDS", 1), ("MARK_EVERY_S", 0.5),
                         ("SLICE_S", 0.25), ("EVAL_CHARS", 2_000), ("SAMPLE_CHARS", 40)):

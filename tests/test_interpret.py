@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from rnnviz.charlm.corpus import Vocab
 from rnnviz.charlm.sample import Intervention, generate
 from rnnviz.core.cells import lstm_cell
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 from rnnviz.interpret.colortext import Scale, colored_text_html, rgb, scale_for
 from rnnviz.interpret.finder import (
     QUANTITIES,

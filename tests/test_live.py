@@ -10,22 +10,19 @@ import torch
 from torch.testing import assert_close
 
 from rnnviz.charlm.corpus import Corpus, english_docs_text, load_builtin
-from rnnviz.charlm.live import (
-    MATMUL_EFFICIENCY,
-    MAX_SNAPSHOTS,
-    STEP_OVERHEAD_S,
-    TIMESTEP_OVERHEAD_S,
-    LiveRun,
-    LiveSettings,
-    Status,
-    count_parameters,
-    downsample,
-    estimate_chars_per_second,
-)
+from rnnviz.charlm.live import MAX_SNAPSHOTS, LiveRun, LiveSettings, Status
 from rnnviz.charlm.sample import generate
 from rnnviz.charlm.slots import TrainingSlots
+from rnnviz.charlm.speed import (
+    MATMUL_EFFICIENCY,
+    STEP_OVERHEAD_S,
+    TIMESTEP_OVERHEAD_S,
+    count_parameters,
+    estimate_chars_per_second,
+)
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.core.charmodel import CharModel
+from rnnviz.figures.live import downsample
 
 TINY = TrainConfig(hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu")
 
@@ -184,18 +181,20 @@ def test_a_short_chunk_still_trains_one_step(corpus):
 def test_a_pause_from_another_thread_waits_for_the_chunk_in_flight(corpus):
     run = LiveRun.create(TINY, corpus, LiveSettings(step_budget=10_000, sample_every=1000, sample_length=5))
     run.start()
-    started = threading.Event()
+    started, done = threading.Event(), threading.Event()
 
     def chunk_in_another_thread():
         with run.lock:  # a script thread that a click has told to stop, still finishing its chunk
             started.set()
             run.advance(0.2)
+            done.set()  # inside the lock: the thread itself may still be alive for a moment after it
 
     worker = threading.Thread(target=chunk_in_another_thread)
     worker.start()
     started.wait()
     run.pause()
-    assert not worker.is_alive(), "pause waited for the chunk"
+    assert done.is_set(), "pause waited for the chunk"
+    worker.join()
     assert run.step > 0 and run.message.startswith(f"Paused at step {run.step}.")
 
 
@@ -217,3 +216,56 @@ def test_a_tick_skips_while_another_thread_trains(corpus):
     release.set()
     holder.join()
     assert len(run.tick_unless_busy(slots, "me", 0.0)) == 1
+
+
+TINY_GPT = TrainConfig(kind="transformer", layers=1, hidden=16, n_head=4, block_size=16, seq_len=8, batch=4,
+                       optimizer="adamw", forget_bias=None, device="cpu")
+
+
+@pytest.mark.parametrize("config", [TINY, TINY_GPT], ids=["lstm", "transformer"])
+def test_a_frozen_model_is_a_still_copy_shared_until_the_weights_change(corpus, config):
+    run = LiveRun.create(config, corpus, LiveSettings(step_budget=20, sample_every=100, sample_length=5))
+    steps(run, 2)
+    rng = torch.get_rng_state()
+    frozen = run.frozen_model()
+    assert torch.equal(torch.get_rng_state(), rng), "building the copy leaves the global random state alone"
+    model, step = frozen
+    assert step == run.step == 2 and type(model) is type(run.trainer.model)
+    assert_close(model.state_dict(), run.trainer.model.state_dict(), rtol=0, atol=0)
+    assert not model.training and all(p.device.type == "cpu" and not p.requires_grad for p in model.parameters())
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert run.frozen_model() is frozen, "readers at the same weights share one copy"
+
+    kept = {k: v.clone() for k, v in model.state_dict().items()}
+    steps(run, 3)  # training goes on in the run's own model
+    assert_close(model.state_dict(), kept, rtol=0, atol=0)
+    later = run.frozen_model()
+    assert later is not frozen and later.step == 5 and later is run.frozen_model()
+    assert_close(later.model.state_dict(), run.trainer.model.state_dict(), rtol=0, atol=0)
+
+    with torch.no_grad():  # a rollback (a halt, a restored state) changes the weights without a step
+        run.trainer.model.head.bias.add_(1.0)
+    rolled_back = run.frozen_model()
+    assert rolled_back is not later and rolled_back.step == 5
+    assert_close(rolled_back.model.state_dict(), run.trainer.model.state_dict(), rtol=0, atol=0)
+
+
+def test_a_frozen_model_waits_for_the_chunk_in_flight(corpus):
+    run = LiveRun.create(TINY, corpus, LiveSettings(step_budget=10_000, sample_every=1000, sample_length=5))
+    run.start()
+    started, done = threading.Event(), threading.Event()
+
+    def chunk_in_another_thread():
+        with run.lock:  # a script thread still finishing its chunk
+            started.set()
+            run.advance(0.2)
+            done.set()  # inside the lock: the thread itself may still be alive for a moment after it
+
+    worker = threading.Thread(target=chunk_in_another_thread)
+    worker.start()
+    started.wait()
+    model, step = run.frozen_model()
+    assert done.is_set(), "the copy waited for the chunk"
+    worker.join()
+    assert step == run.step > 0
+    assert_close(model.state_dict(), run.trainer.model.state_dict(), rtol=0, atol=0)

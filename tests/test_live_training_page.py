@@ -12,7 +12,7 @@ from rnnviz.charlm.pretrained import shipped_models
 from rnnviz.charlm.sample import generate, next_char_distribution
 from rnnviz.charlm.sample_request import run_sample
 from rnnviz.charlm.train import TrainConfig, Trainer
-from rnnviz.ui.models import LIVE_RUN_KEY, UPLOADED_KEY
+from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import numbers
 
@@ -220,12 +220,12 @@ def test_while_it_trains_the_samples_say_their_step_and_resample_on_request():
     at.button(key=key("start")).click().run()  # one chunk per full rerun in AppTest
     run = at.session_state[LIVE_RUN_KEY]
     assert run.is_active and at.selectbox(key=key("model_source")).value == "live"
-    drawn_at = at.session_state[key("pinned")][1]
+    drawn_at = at.session_state[key("pinned")].step
     at.run()
     assert run.step > drawn_at
     assert f"Drawn from the weights of step {drawn_at:,}. The run trains on" in page_text(at)
     at.button(key=key("resample")).click().run()
-    resampled_at = at.session_state[key("pinned")][1]
+    resampled_at = at.session_state[key("pinned")].step
     assert resampled_at > drawn_at and not at.exception
     assert f"Drawn from the weights of step {resampled_at:,}. The run trains on" in page_text(at)
 

@@ -4,12 +4,14 @@ words, and a run trains it with no state carried."""
 
 import pytest
 
-from rnnviz.charlm.live import count_parameters, estimate_chars_per_second
-from rnnviz.charlm.train import ALL_PRESETS, PRESETS, TUNED_GPT, TrainConfig
-from rnnviz.core.charmodel import MODEL_KINDS, build_model
+from rnnviz.charlm.presets import ALL_PRESETS, PRESETS, TUNED_GPT
+from rnnviz.charlm.speed import count_parameters, estimate_chars_per_second
+from rnnviz.charlm.train import TrainConfig
+from rnnviz.core.charmodel import build_model
+from rnnviz.core.config import MODEL_KINDS
 from rnnviz.core.transformer import count_parameters as transformer_by_hand
-from rnnviz.ui.live_setup import NO_CARRY, TRANSFORMER_DEFAULTS
-from rnnviz.ui.models import LIVE_RUN_KEY
+from rnnviz.ui.kit.models import LIVE_RUN_KEY
+from rnnviz.ui.live.setup import NO_CARRY, TRANSFORMER_DEFAULTS
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/live_training.py"

@@ -15,7 +15,8 @@ from rnnviz.charlm.checkpoint import export_script, load_checkpoint, resume_trai
 from rnnviz.charlm.corpus import Corpus, english_docs_text
 from rnnviz.charlm.sample import beam_search, generate
 from rnnviz.charlm.train import TrainConfig, Trainer
-from rnnviz.core.charmodel import MODEL_KINDS, CharModel, ModelConfig, build_model, carried_nbytes
+from rnnviz.core.charmodel import CharModel, build_model, carried_nbytes
+from rnnviz.core.config import MODEL_KINDS, ModelConfig
 from rnnviz.core.mingru import (
     LogSpaceScan,
     MinGRU,
@@ -305,8 +306,8 @@ def test_dropout_applies_between_layers_in_training_only():
 
 def test_the_preset_reaches_the_cli_and_the_live_menu():
     from rnnviz.charlm.cli import config_from_args, train_parser
-    from rnnviz.charlm.train import ALL_PRESETS, MINGRU_PRESET, PRESETS
-    from rnnviz.ui.live_setup import LIVE_PRESETS
+    from rnnviz.charlm.presets import ALL_PRESETS, MINGRU_PRESET, PRESETS
+    from rnnviz.ui.live.setup import LIVE_PRESETS
 
     assert MINGRU_PRESET in ALL_PRESETS and MINGRU_PRESET not in PRESETS  # PRESETS: the recurrent kinds of torch
     assert LIVE_PRESETS[MINGRU_PRESET] is ALL_PRESETS[MINGRU_PRESET]

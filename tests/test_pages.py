@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from rnnviz.lessons.shapes import SHAPES
-from rnnviz.ui.registry import PAGES, page_by_url
+from rnnviz.ui.app.registry import PAGES, page_by_url
 from tests.apptest_helpers import ROOT, open_page
 from tests.figure_helpers import figure
 

@@ -9,7 +9,7 @@ import pytest
 
 from rnnviz.charlm.race import RaceStatus
 from rnnviz.figures.race import race_figure
-from rnnviz.ui import race as race_ui
+from rnnviz.ui.hidden_state import race as race_ui
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/hidden_state.py"
@@ -127,6 +127,26 @@ def test_a_reload_takes_up_the_race_and_its_models_from_the_address(short_race):
     assert any("does not hold" in w.value for w in stranger.warning)
 
 
+def test_a_race_let_go_by_new_race_is_never_taken_up_again_from_the_address(short_race):
+    """New race lets the old race go: the address names the new one, and the old token, put back in the address
+    (the browser's back button), is dropped without a word instead of bringing the old race back."""
+    at = open_page(PAGE, timeout=120)
+    at.button(key=f"{race_ui.PAGE}_start").click().run()
+    old = _runner(at)
+    old.join(120)
+    at.run()  # the finished race offers New race
+    at.button(key=f"{race_ui.PAGE}_new").click().run()
+    new = _runner(at)
+    assert new is not old and new.token in str(at.query_params[race_ui.RACE_PARAM])
+    new.join(120)
+    at.query_params[race_ui.RACE_PARAM] = old.token
+    at.run()
+    assert not at.exception and _runner(at) is new
+    address = str(at.query_params[race_ui.RACE_PARAM])
+    assert new.token in address and old.token not in address  # the stale token dropped, the new one named
+    assert not any("does not hold" in w.value for w in at.warning)
+
+
 def test_a_new_session_draws_the_section_without_a_race():
     at = open_page(PAGE, timeout=120)
     assert not at.exception
@@ -138,7 +158,7 @@ def test_the_intro_gives_each_contenders_parameters_counted_from_its_model():
     """973,927 for the LSTM to 233,191 for the GPT on english-docs (V = 103): the counts of the models the
     presets build, here built for real (not on the meta device) and summed."""
     from rnnviz.charlm.corpus import load_builtin
-    from rnnviz.charlm.train import ALL_PRESETS
+    from rnnviz.charlm.presets import ALL_PRESETS
     from rnnviz.core.charmodel import build_model
 
     at = open_page(PAGE, timeout=120)

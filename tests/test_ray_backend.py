@@ -214,8 +214,8 @@ def test_the_actor_of_a_run_whose_session_ended_is_killed(tmp_path, corpus):
 
 def test_with_a_local_ray_the_status_page_shows_it_and_the_live_page_trains_there(monkeypatch):
     from rnnviz.charlm.ray_backend import RayRun
-    from rnnviz.ui.live_run import ray_connection
-    from rnnviz.ui.models import LIVE_RUN_KEY
+    from rnnviz.ui.app.server import ray_connection
+    from rnnviz.ui.kit.models import LIVE_RUN_KEY
     from tests.apptest_helpers import open_page, page_text
 
     local_cluster()
@@ -317,8 +317,8 @@ def test_missing_ray_is_said_in_words(tmp_path, monkeypatch):
 
 
 def test_the_status_page_says_an_unreachable_cluster_and_the_live_page_trains_here(monkeypatch):
-    from rnnviz.ui.live_run import ray_connection
-    from rnnviz.ui.models import LIVE_RUN_KEY
+    from rnnviz.ui.app.server import ray_connection
+    from rnnviz.ui.kit.models import LIVE_RUN_KEY
     from tests.apptest_helpers import open_page, page_text
 
     shutdown_all()

@@ -16,7 +16,8 @@ from rnnviz.charlm.sample import (
     generate,
     next_char_distribution,
 )
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 
 VOCAB = Vocab.from_text("abcdefgh \n")
 

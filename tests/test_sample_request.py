@@ -5,7 +5,8 @@ import pytest
 from rnnviz.charlm.corpus import Vocab
 from rnnviz.charlm.sample import beam_search, generate
 from rnnviz.charlm.sample_request import MAX_BEAM_LENGTH, MAX_SAMPLE_LENGTH, check_sample_request, run_sample
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 
 VOCAB = Vocab("ehlo")
 

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 from rnnviz.lessons.tbptt import SweepConfig, chunk_starts, gradient_reach, gradient_reach_example, train_chunk
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import figure, numbers

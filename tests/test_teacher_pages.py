@@ -14,8 +14,7 @@ from rnnviz.charlm.corpus import load_builtin
 from rnnviz.interpret.colortext import CENTRE, colored_text_html, legend_html, scale_for
 from rnnviz.interpret.finder import CellId, trace_cells
 from rnnviz.interpret.textfeatures import FEATURES, feature_tracks
-from rnnviz.ui.explorer import held_out_text
-from rnnviz.ui.models import PRETRAINED_DIR
+from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text
 from tests.apptest_helpers import open_page, page_text
 
 EXPLORER = "app_pages/hidden_cell_explorer.py"

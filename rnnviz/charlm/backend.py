@@ -1,12 +1,10 @@
-"""Where a session's Trainer lives: in this process (the default), or in a Ray actor on a cluster.
+"""Where a session's run trains: in this process (the default), or in a Ray actor on a cluster.
 
-A backend holds one Trainer and answers the same few calls wherever it runs: ``run`` N steps and return
-their StepRecords, ``evaluate`` the val split, ``sample`` characters, ``weights`` (a state_dict for the
-explorer and sampling), ``state_dict``/``load_state_dict`` and ``save_checkpoint``/``load_checkpoint`` for an
-exact resume, and ``release``. ``InProcessBackend`` is today's behaviour; ``rnnviz.charlm.ray_backend`` has the
-Ray one. Which one a server uses comes from ``backend_setting``: the environment variable RNNVIZ_RAY_ADDRESS,
-else ``ray_address`` in the ``[rnnviz]`` section of ``.streamlit/rnnviz.toml``; unset, training stays in
-this process.
+A LiveRun (rnnviz.charlm.live) trains its chunks in this process unless it has a ``remote``: a
+``RemoteTraining`` that trains them elsewhere (rnnviz.charlm.ray_backend.RayRun, one Ray actor per run). Which
+one a server uses comes from ``backend_setting``: the environment variable RNNVIZ_RAY_ADDRESS, else
+``ray_address`` in the ``[rnnviz]`` section of ``.streamlit/rnnviz.toml``; unset, training stays in this
+process. tests/test_backend_contract.py holds both to one contract: bit-identical weights, exact resumes.
 
 No streamlit here.
 """
@@ -16,17 +14,11 @@ from __future__ import annotations
 import os
 import tempfile
 import tomllib
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from torch import Tensor
-
-from rnnviz.charlm.checkpoint import load_checkpoint, save_checkpoint
-from rnnviz.charlm.corpus import Corpus
-from rnnviz.charlm.sample import generate
-from rnnviz.charlm.train import EvalRecord, Halt, StepRecord, TrainConfig, Trainer
+from rnnviz.charlm.train import StepRecord
 
 ADDRESS_ENV = "RNNVIZ_RAY_ADDRESS"  # "local", "auto" or HOST:6379; unset or "" trains in this process
 CHECKPOINT_DIR_ENV = "RNNVIZ_CHECKPOINT_DIR"  # where actors write checkpoints; every node must see the same folder
@@ -80,109 +72,6 @@ def backend_setting(environ: dict | None = None, settings_file: Path = SETTINGS_
     return BackendSetting(address or None, Path(folder), max(1, number(CHECKPOINT_EVERY_ENV, "checkpoint_every",
                           DEFAULT_CHECKPOINT_EVERY)), number(MAX_RESTARTS_ENV, "max_restarts", DEFAULT_MAX_RESTARTS),
                           source if address else "nothing set")
-
-
-class TrainerBackend(ABC):
-    """One session's Trainer, wherever it lives; every call returns plain records, tensors and dicts."""
-
-    kind: str  # "in-process" or "ray", for messages
-
-    @abstractmethod
-    def run(self, steps: int, max_seconds: float | None = None) -> list[StepRecord]:
-        """Up to ``steps`` optimizer steps (fewer after ``max_seconds``, or on a halt); their records."""
-
-    @abstractmethod
-    def evaluate(self, max_chars: int | None = None) -> EvalRecord:
-        """The val loss now, in nats/char."""
-
-    @abstractmethod
-    def sample(self, prime: str, length: int, temperature: float = 1.0, seed: int | None = None) -> str:
-        """``length`` characters after ``prime`` (only characters of the model's vocabulary)."""
-
-    @abstractmethod
-    def weights(self) -> dict[str, Tensor]:
-        """The model's state_dict, on the CPU, detached (a copy)."""
-
-    @abstractmethod
-    def state_dict(self) -> dict:
-        """Everything for an exact resume (Trainer.state_dict)."""
-
-    @abstractmethod
-    def load_state_dict(self, state: dict) -> None:
-        """Continue from what ``state_dict`` captured."""
-
-    @abstractmethod
-    def save_checkpoint(self, path: str | Path) -> Path:
-        """The checkpoint file of rnnviz.charlm.checkpoint, written atomically."""
-
-    @abstractmethod
-    def load_checkpoint(self, path: str | Path) -> int:
-        """Continue from a checkpoint file; returns its step."""
-
-    @property
-    @abstractmethod
-    def step(self) -> int:
-        """Optimizer steps taken."""
-
-    @property
-    @abstractmethod
-    def halt(self) -> Halt | None:
-        """Why the last ``run`` stopped by itself (the last good weights are back), else None."""
-
-    @abstractmethod
-    def release(self) -> None:
-        """Give the Trainer's memory (and, on a cluster, its CPU) back; the backend is unusable after."""
-
-
-class InProcessBackend(TrainerBackend):
-    """The Trainer in this process: today's behaviour."""
-
-    kind = "in-process"
-
-    def __init__(self, trainer: Trainer, corpus_name: str | None = None):
-        self.trainer = trainer
-        self.corpus_name = corpus_name or trainer.corpus.name
-
-    @classmethod
-    def create(cls, config: TrainConfig, corpus: Corpus) -> InProcessBackend:
-        return cls(Trainer(config, corpus), corpus.name)
-
-    def run(self, steps, max_seconds=None):
-        return self.trainer.run(steps, max_seconds=max_seconds)
-
-    def evaluate(self, max_chars=None):
-        return self.trainer.evaluate(max_chars=max_chars)
-
-    def sample(self, prime, length, temperature=1.0, seed=None):
-        return generate(self.trainer.model, self.trainer.vocab, prime, length, temperature, seed=seed)
-
-    def weights(self):
-        return {k: v.detach().to("cpu", copy=True) for k, v in self.trainer.model.state_dict().items()}
-
-    def state_dict(self):
-        return self.trainer.state_dict()
-
-    def load_state_dict(self, state):
-        self.trainer.load_state_dict(state)
-
-    def save_checkpoint(self, path):
-        return save_checkpoint(path, self.trainer, self.corpus_name)
-
-    def load_checkpoint(self, path):
-        checkpoint = load_checkpoint(path)
-        self.trainer.load_state_dict(checkpoint.trainer_state)
-        return checkpoint.step
-
-    @property
-    def step(self):
-        return self.trainer.step
-
-    @property
-    def halt(self):
-        return self.trainer.halt
-
-    def release(self):
-        self.trainer = None
 
 
 class RemoteTraining(Protocol):

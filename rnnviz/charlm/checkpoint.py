@@ -32,7 +32,8 @@ import torch
 
 from rnnviz.charlm.corpus import CorpusError, Vocab
 from rnnviz.charlm.train import EvalRecord, StepRecord, TrainConfig, Trainer
-from rnnviz.core.charmodel import MODEL_KINDS, CharModel, build_model, kind_label
+from rnnviz.core.charmodel import CharModel, build_model
+from rnnviz.core.config import MODEL_KINDS, kind_label
 from rnnviz.core.transformer import CharTransformer
 
 FORMAT_VERSION = 1

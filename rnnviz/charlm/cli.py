@@ -15,10 +15,11 @@ from pathlib import Path
 
 from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError, load_corpus
+from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET
 from rnnviz.charlm.pretrained import MAX_BYTES, MODELS_DIR, compact_bytes, shipped_models, val_loss
 from rnnviz.charlm.sample import beam_search, generate
-from rnnviz.charlm.train import ALL_PRESETS, DEFAULT_PRESET, OPTIMIZERS, PRECISIONS, TrainConfig, Trainer
-from rnnviz.core.charmodel import MODEL_KINDS, kind_label
+from rnnviz.charlm.train import OPTIMIZERS, PRECISIONS, TrainConfig, Trainer
+from rnnviz.core.config import MODEL_KINDS, kind_label
 from rnnviz.core.runtime import configure_cpu
 
 

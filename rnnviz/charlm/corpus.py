@@ -39,6 +39,7 @@ TINY_SHAKESPEARE_BYTES = 1_115_394
 TINY_SHAKESPEARE_FILE = "tinyshakespeare.txt"
 
 BUILTIN_CORPORA = ("tiny-shakespeare", "python-stdlib", "english-docs", "hello")
+DOWNLOADED_CORPORA = ("tiny-shakespeare",)  # the built-in corpora fetched from the network on first use
 
 MAX_UPLOAD_BYTES = 20_000_000  # default cap on user text
 MAX_VOCAB = 1000  # distinct characters; emoji-rich text fits, arbitrary binary does not
@@ -374,6 +375,13 @@ def tiny_shakespeare_damaged(cache: Path | None = None) -> bool:
     """True when a Tiny Shakespeare file is in the cache but fails its size or sha256 check."""
     target = (Path(cache) if cache is not None else cache_dir()) / TINY_SHAKESPEARE_FILE
     return target.exists() and not tiny_shakespeare_cached(cache)
+
+
+def needs_download(name: str, cache: Path | None = None) -> bool:
+    """True when the built-in corpus ``name`` must be downloaded before it loads: Tiny Shakespeare with no copy in
+    the cache (``cache``, else cache_dir()) that passes its sha256 check, since a damaged copy is downloaded again.
+    False for every other name. Never downloads, and cheap enough to ask on every rerun."""
+    return name in DOWNLOADED_CORPORA and not tiny_shakespeare_cached(cache)
 
 
 @functools.lru_cache(maxsize=8)

@@ -29,40 +29,24 @@ import secrets
 import threading
 import time
 import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from rnnviz.charlm.corpus import Corpus, TBPTTBatcher
+from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.sample import generate
 from rnnviz.charlm.slots import TrainingSlots
-from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer, uses_bf16
+from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer
 from rnnviz.core.charmodel import build_model
-from rnnviz.core.runtime import pick_device
 
 MAX_SNAPSHOTS = 20  # weight copies kept for the explorer; the initial weights are one of them
 MAX_PARAMETERS = 2_000_000  # per session: larger models train too slowly to watch live on a CPU
 MAX_CORPUS_BYTES = 4_000_000  # per session: uploaded or pasted text (UTF-8 bytes)
 MAX_STEP_BUDGET = 1_000_000
-GATES = {"rnn": 1, "gru": 3, "lstm": 4}  # weight blocks stacked in one recurrent layer (torch's order)
-
-# Time per step ≈ STEP_OVERHEAD + layers·T·TIMESTEP_OVERHEAD + 6·P·B·T / (MATMUL_EFFICIENCY·F): forward and
-# backward are about 3 matmul passes of 2 flops per weight and character; F is measure_matmul_flops(), as the
-# page measures it. Fitted with bench/live_estimate.py on the 2-core machine (F measured outside the timed
-# steps; four runs gave 0.78–0.91 ms, 90–121 µs and 0.84–0.85): within 0.85–1.16× of the measured chars/s
-# for LSTMs and RNNs from 4k to 1.2M parameters; a GRU trains about 0.65× as fast as it predicts.
-STEP_OVERHEAD_S = 0.9e-3  # optimizer, norms, bookkeeping: dominates the smallest models ("hello": B = 1, T = 4)
-TIMESTEP_OVERHEAD_S = 110e-6  # per layer and time step, forward and backward: the fused kernel's sequential part
-MATMUL_EFFICIENCY = 0.85  # share of the measured matmul rate a fused LSTM reaches
-# The float32 matmul rate understates a run under bfloat16 autocast (TrainConfig.precision): on the 2-core Zen 4
-# machine training ran 1.41× (1×256) and 1.58× (1×384) as fast as in float32 in the sweep's races, and a bare
-# training step of a 1×512 1.87× as fast.
-BF16_SPEEDUP = 1.6
 
 
 class Status(StrEnum):
@@ -128,59 +112,6 @@ class Progress:
         return min(1.0, self.step / self.budget)
 
 
-@functools.lru_cache(maxsize=256)
-def count_parameters(config: TrainConfig, vocab_size: int) -> int:
-    """Parameters of the model ``config`` builds for V = vocab_size, as sum(p.numel()).
-
-    The model is built on torch's meta device (shapes only, no memory, no arithmetic), so the count holds
-    for every kind the engine builds (recurrent layers, a Transformer, any later one) without a formula
-    to keep in step with it.
-    """
-    with torch.device("meta"):
-        model = build_model(config.model_config(vocab_size))
-    return sum(p.numel() for p in model.parameters())
-
-
-def _lookup_parameters(config: TrainConfig, vocab_size: int) -> int:
-    """Parameters that are looked up, not multiplied: the embedding (and a Transformer's positions)."""
-    if config.kind == "transformer":
-        return (vocab_size + config.block_size) * config.hidden
-    return config.embed_dim * vocab_size if config.embedding else 0
-
-
-def measure_matmul_flops(size: int = 384, repeats: int = 8) -> float:
-    """Dense fp32 matmul rate of this process on the CPU, in flop/s (best of a few, about 50 ms)."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    torch.mm(a, b)  # warm up the kernels and thread pool
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        torch.mm(a, b)
-        best = min(best, time.perf_counter() - start)
-    return 2 * size**3 / max(best, 1e-9)
-
-
-def estimate_chars_per_second(config: TrainConfig, vocab_size: int, matmul_flops: float) -> float:
-    """Training throughput B·T / (time per step) from the model's size and the measured matmul rate.
-
-    A recurrent model also pays a sequential cost per layer and time step. A Transformer has none (its T
-    positions run in parallel) but adds the attention products QKᵀ and AV: 4·T²·C flops per window and block
-    forward, about 3× that with the backward pass.
-    """
-    dense = count_parameters(config, vocab_size) - _lookup_parameters(config, vocab_size)
-    chars = config.batch * config.seq_len
-    matmul = 6 * dense * chars
-    if config.kind == "transformer":
-        sequential = 0.0
-        matmul += 12 * config.layers * config.batch * config.seq_len**2 * config.hidden
-    else:
-        sequential = config.layers * config.seq_len * TIMESTEP_OVERHEAD_S
-    if uses_bf16(config, pick_device()):
-        matmul /= BF16_SPEEDUP
-    seconds = STEP_OVERHEAD_S + sequential + matmul / (MATMUL_EFFICIENCY * matmul_flops)
-    return chars / seconds
-
-
 def holds_out(corpus: Corpus) -> bool:
     """False for a toy too short to split (the built-in "hello"): its val split is then its train split."""
     return len(corpus.split()[1]) < len(corpus.ids)
@@ -205,23 +136,30 @@ def leaves_training_text(text: str, training: str) -> int:
     return low
 
 
-def effective_shape(config: TrainConfig, corpus: Corpus) -> tuple[int, int]:
-    """The batch B and length T the trainer really uses on ``corpus``: a text too short for B × T shrinks
-    them (see TBPTTBatcher), and "hello" trains on B = 1 stream of T = 4 characters."""
-    batcher = TBPTTBatcher(corpus.split()[0], config.batch, config.seq_len)
-    return batcher.batch, batcher.seq_len
-
-
-def estimate_for_corpus(config: TrainConfig, corpus: Corpus, matmul_flops: float) -> float:
-    """``estimate_chars_per_second`` at the B and T the trainer will use on this corpus."""
-    batch, seq_len = effective_shape(config, corpus)
-    return estimate_chars_per_second(replace(config, batch=batch, seq_len=seq_len), corpus.vocab.size,
-                                     matmul_flops)
-
-
 def light_copy(model: torch.nn.Module) -> dict[str, Tensor]:
     """The weights only (no optimizer state), detached and cloned to the CPU."""
     return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
+
+
+class FrozenModel(NamedTuple):
+    """A still copy of a run's model for readers, and the optimizer steps it had taken when it was copied."""
+
+    model: torch.nn.Module  # on the CPU, float32, in eval mode, every parameter with requires_grad False
+    step: int
+
+
+def still_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A CPU, float32, eval-mode copy of a character model (any kind build_model makes), with no gradients."""
+    with torch.random.fork_rng(devices=[]):  # building initialises weights: the global RNG must not move
+        copy = build_model(model.config)
+    copy.load_state_dict(model.state_dict())  # copy_ casts to the copy's float32 and moves to the CPU
+    return copy.eval().requires_grad_(False)
+
+
+def _weights_version(model: torch.nn.Module) -> tuple:
+    """Changes whenever any weight of ``model`` is written in place: an optimizer step, a halt's rollback or a
+    mirror's load_state_dict all bump torch's version counter of the tensors they write, even at the same step."""
+    return id(model), tuple(t._version for t in model.state_dict(keep_vars=True).values())
 
 
 def _locked(method: Callable) -> Callable:
@@ -265,6 +203,7 @@ class LiveRun:
         # (Streamlit starts a new script thread on a click while the old one finishes its chunk); whoever
         # reads the weights (sampling, a checkpoint) holds it too, so they never see half an update.
         self.lock = threading.RLock()
+        self._frozen: tuple[tuple, FrozenModel] | None = None  # (weights version, copy) of frozen_model
         LiveRun._alive.add(self)
 
     @classmethod
@@ -291,6 +230,19 @@ class LiveRun:
     def uniform_loss(self) -> float:
         """ln V: the loss of a model that gives every character the same probability 1/V."""
         return math.log(self.trainer.vocab.size)
+
+    @_locked
+    def frozen_model(self) -> FrozenModel:
+        """The model as it is now, for a reader: (model, step), a CPU float32 copy in eval mode with requires_grad
+        off, taken under ``lock`` so a training thread never hands over half an update.
+
+        Readers at the same weights share one copy: calls return the same FrozenModel object until the weights
+        change (a training step, a halt's rollback, a resumed or mirrored state). Training goes on in the run's
+        own model; the copy never changes, so a page may read it for as long as it likes without the lock."""
+        version = _weights_version(self.trainer.model)
+        if self._frozen is None or self._frozen[0] != version:
+            self._frozen = (version, FrozenModel(still_copy(self.trainer.model), self.trainer.step))
+        return self._frozen[1]
 
     def progress(self) -> Progress:
         trainer = self.trainer
@@ -585,21 +537,3 @@ class RunRegistry:
 def with_budget(settings: LiveSettings, step_budget: int) -> LiveSettings:
     """The same schedule with another step budget."""
     return replace(settings, step_budget=step_budget)
-
-
-def downsample(
-    x: Sequence[float], y: Sequence[float], max_points: int, how: str = "mean"
-) -> tuple[np.ndarray, np.ndarray]:
-    """At most ``max_points`` points: consecutive buckets of equal size, each drawn at its last x with the
-    mean (or max) of its y, so that a long history stays light to draw and keeps its shape."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if len(x) <= max_points:
-        return x, y
-    size = math.ceil(len(x) / max_points)
-    cut = len(x) // size * size
-    reduce = np.max if how == "max" else np.mean
-    xs = x[size - 1 : cut : size]
-    ys = reduce(y[:cut].reshape(-1, size), axis=1)
-    if cut < len(x):  # the last, partial bucket
-        xs, ys = np.append(xs, x[-1]), np.append(ys, reduce(y[cut:]))
-    return xs, ys

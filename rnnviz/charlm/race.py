@@ -35,7 +35,6 @@ from rnnviz.charlm.train import TrainConfig, Trainer
 
 MARKS = (10, 30, 60, 90, 120, 150)  # seconds of training at which val loss is recorded
 SLICE_S = 5.0  # seconds of training each contender takes per turn
-SAMPLE_CHARS = 160  # characters of the sample drawn at each mark (0: none)
 SAMPLE_TEMPERATURE = 0.8
 
 

@@ -39,11 +39,10 @@ from pathlib import Path
 
 import torch
 
-from rnnviz.charlm.backend import BackendSetting, TrainerBackend
+from rnnviz.charlm.backend import BackendSetting
 from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.live import ACTIVE, LiveRun, LiveSettings, SampleRecord, Status, light_copy
-from rnnviz.charlm.sample import generate
 from rnnviz.charlm.train import EvalRecord, Halt, StepRecord, TrainConfig, Trainer
 
 _LOGGER = logging.getLogger(__name__)
@@ -248,7 +247,7 @@ class RunSpec:
     corpus_name: str
     corpus_text: str
     settings: LiveSettings
-    checkpoint_path: str | None = None  # None: no checkpoints (the contract's bare backend)
+    checkpoint_path: str | None = None  # None: no checkpoints
     checkpoint_every: int = 200
 
 
@@ -360,34 +359,6 @@ class TrainerActor:
                  "snapshots": list(run.snapshots), "elapsed": run.elapsed}
         return self.spec, run.trainer.state_dict(), light
 
-    # -- the backend contract (TrainerBackend) ------------------------------------------------------------------
-
-    def run_steps(self, steps: int, max_seconds: float | None = None) -> list[StepRecord]:
-        return self.run.trainer.run(steps, max_seconds=max_seconds)
-
-    def evaluate(self, max_chars: int | None = None) -> EvalRecord:
-        return self.run.trainer.evaluate(max_chars=max_chars)
-
-    def sample(self, prime: str, length: int, temperature: float, seed: int | None) -> str:
-        trainer = self.run.trainer
-        return generate(trainer.model, trainer.vocab, prime, length, temperature, seed=seed)
-
-    def weights(self) -> dict:
-        return light_copy(self.run.trainer.model)
-
-    def load_state(self, state: dict) -> int:
-        self.run.trainer.load_state_dict(state)
-        return self.run.step
-
-    def save(self, path: str) -> str:
-        return str(save_checkpoint(path, self.run.trainer, self.spec.corpus_name))
-
-    def load(self, path: str) -> int:
-        return self.load_state(load_checkpoint(path).trainer_state)
-
-    def status(self) -> tuple[int, Halt | None]:
-        return self.run.step, self.run.trainer.halt
-
 
 def _pid() -> int:
     import os
@@ -405,67 +376,6 @@ def actor_class():
 
         _actor_class[0] = ray.remote(num_cpus=1)(TrainerActor)
     return _actor_class[0]
-
-
-# --- the backend contract over an actor ---------------------------------------------------------------------------
-
-
-class RayBackend(TrainerBackend):
-    """A Trainer in a Ray actor; every call waits for its answer (the page uses RayRun, which never waits)."""
-
-    kind = "ray"
-
-    def __init__(self, actor):
-        self.actor = actor
-
-    @classmethod
-    def create(cls, config: TrainConfig, corpus: Corpus, **options) -> RayBackend:
-        spec = RunSpec(config, corpus.name, corpus.text, LiveSettings(step_budget=1_000_000))
-        return cls(actor_class().options(namespace=NAMESPACE, **options).remote(spec))
-
-    def _get(self, ref):
-        import ray
-
-        return ray.get(ref)
-
-    def run(self, steps, max_seconds=None):
-        return self._get(self.actor.run_steps.remote(steps, max_seconds))
-
-    def evaluate(self, max_chars=None):
-        return self._get(self.actor.evaluate.remote(max_chars))
-
-    def sample(self, prime, length, temperature=1.0, seed=None):
-        return self._get(self.actor.sample.remote(prime, length, temperature, seed))
-
-    def weights(self):
-        return self._get(self.actor.weights.remote())
-
-    def state_dict(self):
-        return self._get(self.actor.export.remote())
-
-    def load_state_dict(self, state):
-        self._get(self.actor.load_state.remote(state))
-
-    def save_checkpoint(self, path):
-        return Path(self._get(self.actor.save.remote(str(path))))
-
-    def load_checkpoint(self, path):
-        return self._get(self.actor.load.remote(str(path)))
-
-    @property
-    def step(self):
-        return self._get(self.actor.status.remote())[0]
-
-    @property
-    def halt(self):
-        return self._get(self.actor.status.remote())[1]
-
-    def release(self):
-        import ray
-
-        if self.actor is not None:
-            ray.kill(self.actor)
-            self.actor = None
 
 
 # --- a page's run on Ray --------------------------------------------------------------------------------------------

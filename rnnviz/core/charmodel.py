@@ -2,80 +2,20 @@
 
 The recurrent stack is torch's RNN, LSTM or GRU (rnnviz.core.recurrent), or a minGRU stack
 (``kind="mingru"``, rnnviz.core.mingru: gates that read x_t only, trained by a parallel scan).
-``ModelConfig.kind`` also takes "transformer" (rnnviz.core.transformer.CharTransformer, the same interface);
-``build_model(config)`` constructs the right class for any kind.
+``ModelConfig.kind`` (rnnviz.core.config) also takes "transformer" (rnnviz.core.transformer.CharTransformer, the
+same interface); ``build_model(config)`` constructs the right class for any kind.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rnnviz.core.config import RECURRENT_MODEL_KINDS, ModelConfig
 from rnnviz.core.mingru import MinGRU
-from rnnviz.core.recurrent import KINDS, State, Trace, make_recurrent
+from rnnviz.core.recurrent import State, Trace, make_recurrent
 from rnnviz.core.transformer import CharTransformer, KVCache
-
-# KINDS are torch's recurrent cells, which the explorer, the gate pages and cell interventions read by their
-# W_hh; a minGRU has no W_hh, so it is a recurrent CharModel kind but not one of KINDS.
-RECURRENT_MODEL_KINDS = (*KINDS, "mingru")  # the kinds CharModel builds: each carries a fixed-size state
-MODEL_KINDS = (*RECURRENT_MODEL_KINDS, "transformer")  # every kind a character model can be
-
-
-
-def kind_label(kind: str) -> str:
-    """How pages and the CLI name a kind: "RNN", "LSTM", "GRU", "minGRU", "Transformer"."""
-    return {"mingru": "minGRU", "transformer": "Transformer"}.get(kind, kind.upper())
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Shape of a character model; frozen so it can key caches and travel in checkpoints."""
-
-    vocab_size: int  # V, distinct characters
-    kind: str = "lstm"  # "rnn", "lstm", "gru", "mingru" or "transformer"
-    layers: int = 1  # L, stacked recurrent layers (Transformer: blocks)
-    hidden: int = 128  # H, units per layer (Transformer: C, the width of the residual stream)
-    embedding: bool = True  # False feeds one-hot x_t, to show an embedding is a column lookup of W_xh
-    embed_dim: int = 64  # E, width of the learned embedding when ``embedding`` is on (Transformer: unused, E = C)
-    dropout: float = 0.0  # between stacked layers, training only (Transformer: on attention, residuals, embeddings)
-    nonlinearity: str = "tanh"  # vanilla RNN only: "tanh" or "relu"
-    forget_bias: float | None = None  # LSTM only: initial b_f = b_ih,f + b_hh,f; None keeps torch's uniform init
-    n_head: int = 4  # Transformer only: h, attention heads per block, each d = C / h wide
-    block_size: int = 64  # Transformer only: the context, how many positions have an embedding P[t]
-
-    def __post_init__(self):
-        if self.vocab_size < 2:
-            raise ValueError(f"a character model needs at least 2 distinct characters, got {self.vocab_size}")
-        if self.kind not in MODEL_KINDS:
-            raise ValueError(f"kind must be one of {', '.join(MODEL_KINDS)}, not {self.kind!r}")
-        if self.layers < 1 or self.hidden < 1 or self.embed_dim < 1:
-            raise ValueError("layers, hidden size and embedding width must all be at least 1")
-        if self.kind == "transformer":
-            check_transformer_shape(self.hidden, self.n_head, self.block_size, self.embedding)
-
-    @property
-    def input_size(self) -> int:
-        """Width of x_t fed to the first recurrent layer (a Transformer's embeddings are C = hidden wide)."""
-        if self.kind == "transformer":
-            return self.hidden
-        return self.embed_dim if self.embedding else self.vocab_size
-
-    @property
-    def carries_state(self) -> bool:
-        """Whether the model carries a state from one chunk into the next: h_t (and c_t), not a Transformer."""
-        return self.kind != "transformer"
-
-
-def check_transformer_shape(hidden: int, n_head: int, block_size: int, embedding: bool = True) -> None:
-    """ValueError in words unless C = hidden splits into n_head heads and the context is at least 1."""
-    if n_head < 1 or block_size < 1:
-        raise ValueError("a Transformer needs at least 1 attention head and a context of at least 1")
-    if hidden % n_head:
-        raise ValueError(f"the width C = {hidden} must divide evenly into {n_head} attention heads")
-    if not embedding:
-        raise ValueError("a Transformer reads a learned token embedding; one-hot input is for recurrent kinds")
 
 
 class CharModel(nn.Module):

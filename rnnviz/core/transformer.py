@@ -36,14 +36,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-if TYPE_CHECKING:
-    from rnnviz.core.charmodel import ModelConfig
+from rnnviz.core.config import ModelConfig
 
 WINDOW_BATCH = 256  # windows per forward pass when every position past the context gets its own window
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from rnnviz.core.charmodel import CharModel, ModelConfig
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig
 from rnnviz.core.recurrent import GATE_BLOCKS
 from rnnviz.experiments.tasks import CopyTrainConfig, DelayedCopy, train_delayed_copy
 

@@ -12,13 +12,30 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from rnnviz.charlm.hello import HelloWalkthrough
-from rnnviz.charlm.live import downsample
 from rnnviz.charlm.sample import ExposureBias
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style
 
 MAX_POINTS = 300  # per curve: a long run stays light to send and draw
 LOG_TICKS = [m * 10.0**e for e in range(-4, 5) for m in (1, 2, 5)]  # 1-2-5 labels, written out in full
 LN2 = math.log(2.0)
+
+
+def downsample(
+    x: Sequence[float], y: Sequence[float], max_points: int, how: str = "mean"
+) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``max_points`` points: consecutive buckets of equal size, each drawn at its last x with the
+    mean (or max) of its y, so that a long history stays light to draw and keeps its shape."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) <= max_points:
+        return x, y
+    size = math.ceil(len(x) / max_points)
+    cut = len(x) // size * size
+    reduce = np.max if how == "max" else np.mean
+    xs = x[size - 1 : cut : size]
+    ys = reduce(y[:cut].reshape(-1, size), axis=1)
+    if cut < len(x):  # the last, partial bucket
+        xs, ys = np.append(xs, x[-1]), np.append(ys, reduce(y[cut:]))
+    return xs, ys
 
 
 def _shown_char(c: str) -> str:

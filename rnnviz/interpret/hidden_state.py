@@ -39,7 +39,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from rnnviz.core.charmodel import CharModel, carried_nbytes, kind_label
+from rnnviz.core.charmodel import CharModel, carried_nbytes
+from rnnviz.core.config import kind_label
 from rnnviz.core.transformer import CharTransformer, KVCache
 
 Model = CharModel | CharTransformer

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rnnviz.core.charmodel import CharModel, ModelConfig, kind_label
+from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import ModelConfig, kind_label
 from rnnviz.core.recurrent import RecurrentLSTM, make_recurrent
 
 GATES = ("i", "f", "g", "o")  # torch's row-block order in W_ih, W_hh and the biases

@@ -15,7 +15,7 @@ import torch
 from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.charlm.train import Trainer
-from rnnviz.ui.live_setup import CORPUS_LABELS
+from rnnviz.ui.kit.corpora import CORPUS_LABELS
 from tests.e2e.harness import open_app_page, screenshot, wait_idle
 from tests.e2e.test_live_training import choose, click, no_exception, number, wait_for
 

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.core.runtime import has_native_bf16
-from rnnviz.ui.live_setup import CORPUS_LABELS
+from rnnviz.ui.kit.corpora import CORPUS_LABELS
 from tests.e2e.harness import open_app_page, screenshot, streamlit_server, wait_idle
 
 URL = "char-model-training"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rnnviz.ui.registry import PAGES
+from rnnviz.ui.app.registry import PAGES
 from tests.e2e.harness import open_app_page, screenshot
 
 

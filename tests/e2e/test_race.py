@@ -2,9 +2,12 @@
 val-loss curves and a sample of each appear, Stop ends it and keeps both models; a Transformer on the live page
 trains a chunk with no state carried."""
 
+import secrets
+from urllib.parse import parse_qs, urlparse
+
 from playwright.sync_api import expect
 
-from rnnviz.ui.live_setup import CORPUS_LABELS
+from rnnviz.ui.kit.corpora import CORPUS_LABELS
 from tests.e2e.harness import open_app_page, screenshot, wait_idle
 from tests.e2e.test_live_training import click, no_exception, number, wait_for
 
@@ -76,4 +79,16 @@ def test_a_transformer_trains_on_the_live_page(page, base_url):
     expect(main.get_by_text("No state is carried from one chunk to the next")).to_be_visible()
     click(page, "Step")
     wait_for(lambda: (n := number(page, "Step")) is not None and n >= 1, 120, "one chunk of training")
+    assert no_exception(page)
+
+
+def test_a_stale_race_address_is_said_and_dropped_like_a_live_runs(page, base_url):
+    """``?race=<token>`` that this server does not hold (a forged link, or a race from before a restart) is said
+    in words once and dropped from the address, as the live page does with ``?run=``; the page stays usable."""
+    open_app_page(page, base_url, f"hidden-state?race={secrets.token_urlsafe(32)}", timeout_ms=FIRST_LOAD_MS)
+    main = page.locator("[data-testid='stMain']")
+    notice = main.locator("[data-testid='stAlertContentWarning']").filter(has_text="does not hold (any more)")
+    notice.wait_for(timeout=30_000)
+    assert "race" not in parse_qs(urlparse(page.url).query)
+    expect(page.get_by_role("button", name="Start race")).to_be_enabled()
     assert no_exception(page)

@@ -17,7 +17,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.sync.client import connect
 
-from rnnviz.ui.registry import PAGES
+from rnnviz.ui.app.registry import PAGES
 
 
 @dataclass

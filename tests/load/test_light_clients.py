@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rnnviz.ui.registry import PAGES
+from rnnviz.ui.app.registry import PAGES
 from tests.e2e.harness import streamlit_server
 from tests.load.light_clients import class_opens_page, summary, visit
 

@@ -32,7 +32,7 @@ import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from rnnviz.charlm.corpus import load_builtin
-from rnnviz.ui.live_setup import CORPUS_LABELS
+from rnnviz.ui.kit.corpora import CORPUS_LABELS
 from tests.e2e.harness import SCREENSHOTS, streamlit_server, wait_idle
 from tests.e2e.test_live_training import choose, click, number, wait_for
 

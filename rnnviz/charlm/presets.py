@@ -1,0 +1,113 @@
+"""Ready-made runs for the live page, the CLI and the benchmarks: one registry, ``ALL_PRESETS``, by name.
+
+Every preset was found by racing contenders on one clock (rnnviz.charlm.race, bench/time_to_loss.py,
+bench/shakespeare_sweep.py, bench/mingru_speed.py). ``PRESETS``, ``TRANSFORMER_PRESETS`` and ``MINGRU_PRESETS``
+are views of the one registry by kind, holding the same Preset objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rnnviz.charlm.train import TrainConfig
+from rnnviz.core.recurrent import KINDS
+
+# The races behind every number here: README.md, Benchmarks, "How the presets were tuned".
+STEPS_PER_150_S = 2500  # B 32 × T 64 steps that a 1×256 LSTM took in about 150 s on 2 cores (threads sleeping)
+SHAKESPEARE_STEPS = 2800  # B 32 × T 64 steps of the 1×448 preset in about 150 s on 2 cores with bfloat16
+QUICK_STEPS = 1250  # the quick demo's steps in 30 s with bfloat16: its cosine ends when the demo does
+BABY_GPT_MINUTES = 3.0  # wall-time budget for the CLI; the baby GPT's schedule itself ends at step 2,000
+
+DEFAULT_PRESET = "Shakespeare (3 min)"
+# nanoGPT's CPU "baby GPT" (config/train_shakespeare_char.py with its README's CPU overrides), with biases on
+# and an untied readout; ``rnnviz train --preset NAME --steps 2000`` is nanoGPT's run.
+BABY_GPT = "Baby GPT (Transformer, nanoGPT's CPU setting)"
+TUNED_GPT = "Small GPT (Transformer, tuned for 150 s on 2 cores)"
+MINGRU_PRESET = "minGRU (Shakespeare, 3 min)"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A ready-made run for the live page and the CLI."""
+
+    name: str  # shown in the preset menu
+    corpus: str  # a BUILTIN_CORPORA name
+    config: TrainConfig
+    minutes: float  # wall-time budget it was tuned for
+    note: str  # one line on what to expect
+
+
+# In menu order: the recurrent kinds of torch, the Transformers, the minGRU.
+ALL_PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in [
+        Preset(
+            "Quick demo (30 s)",
+            "tiny-shakespeare",
+            TrainConfig(hidden=256, batch=32, seq_len=64, lr=1e-2, lr_decay_steps=QUICK_STEPS, precision="auto"),
+            0.5,
+            "Words, capitals and line breaks within half a minute (val ≈ 1.56 nats/char at 30 s).",
+        ),
+        Preset(
+            DEFAULT_PRESET,
+            "tiny-shakespeare",
+            TrainConfig(hidden=448, batch=32, seq_len=64, lr=5e-3, lr_decay_steps=SHAKESPEARE_STEPS, precision="auto"),
+            3.0,
+            "Speaker names, verse lines and mostly real words (val ≈ 1.47 nats/char after 150 s of training on 2 "
+            "cores with bfloat16 arithmetic; without it each step takes about twice as long).",
+        ),
+        Preset(
+            "Python code (3 min)",
+            "python-stdlib",
+            TrainConfig(hidden=256, batch=32, seq_len=64, lr=6e-3, lr_decay_steps=STEPS_PER_150_S),
+            3.0,
+            "Indentation, matched brackets and quotes, keywords and docstrings.",
+        ),
+        Preset(
+            "Tiny vanilla RNN",
+            "tiny-shakespeare",
+            TrainConfig(kind="rnn", hidden=100, embedding=False, batch=16, seq_len=25, lr=3e-3, forget_bias=None),
+            1.0,
+            "A 100-unit tanh RNN fed one-hot characters: common words, short memory.",
+        ),
+        Preset(
+            BABY_GPT,
+            "tiny-shakespeare",
+            TrainConfig(kind="transformer", layers=4, hidden=128, n_head=4, block_size=64, seq_len=64, batch=12,
+                        dropout=0.0, optimizer="adamw", lr=1e-3, warmup_steps=100, lr_decay_steps=2000,
+                        lr_floor=0.1, weight_decay=0.1, clip=1.0, forget_bias=None),
+            BABY_GPT_MINUTES,
+            "nanoGPT's CPU baby GPT: 4 blocks, 4 heads, C = 128, context 64; no state carried between windows.",
+        ),
+        Preset(
+            TUNED_GPT,
+            "tiny-shakespeare",
+            TrainConfig(kind="transformer", layers=1, hidden=128, n_head=4, block_size=64, seq_len=64, batch=16,
+                        dropout=0.0, optimizer="adamw", lr=3e-3, warmup_steps=100, lr_decay_steps=4500,
+                        lr_floor=0.1, weight_decay=0.1, clip=1.0, forget_bias=None),
+            2.5,
+            "One block, C = 128, 4 heads, context 64, B = 16: the Transformer that learned most per second of CPU "
+            "training (val ≈ 1.69 nats/char at 150 s on a busy machine; the LSTM preset 1.56 in the same race).",
+        ),
+        Preset(
+            MINGRU_PRESET,
+            "tiny-shakespeare",
+            TrainConfig(kind="mingru", layers=2, hidden=128, batch=32, seq_len=64, lr=1e-2,
+                        lr_decay_steps=STEPS_PER_150_S, forget_bias=None),
+            3.0,
+            "Two minGRU layers of 128, trained by a parallel scan; its h_t carries across chunks like an RNN's.",
+        ),
+    ]
+}
+
+
+def presets_of(*kinds: str) -> dict[str, Preset]:
+    """The presets whose model is one of ``kinds``, in registry order (the same Preset objects)."""
+    return {name: p for name, p in ALL_PRESETS.items() if p.config.kind in kinds}
+
+
+PRESETS = presets_of(*KINDS)  # RNN, LSTM and GRU: the kinds every recurrent page reads by their W_hh
+# The live page lists the Transformers of at most 3 blocks, which its Layers slider can hold
+# (rnnviz.ui.live.setup.LIVE_PRESETS), so the baby GPT's 4 blocks stay on the CLI.
+TRANSFORMER_PRESETS = presets_of("transformer")
+MINGRU_PRESETS = presets_of("mingru")

@@ -1,0 +1,1 @@
+"""Server-wide layer: page registry, navigation, warm-up, sessions and the server's shared objects."""

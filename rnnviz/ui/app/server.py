@@ -1,0 +1,59 @@
+"""What one server process shares between every session: the training slots, the registries that find a run or
+a race again by the token in its address, and the connection to Ray.
+
+Each is made once per process (``st.cache_resource``) and holds coordination, never a model: the runs themselves
+live in their sessions and are held here only weakly. Pages and the Server status page import them from here.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from rnnviz.charlm.backend import backend_setting
+from rnnviz.charlm.live import RunRegistry
+from rnnviz.charlm.slots import TrainingSlots
+from rnnviz.core.runtime import physical_cores, share_cores
+
+LEASE_SECONDS = 20.0  # a tab that stops asking for chunks gives its slot up after this long
+
+
+def slot_capacity() -> int:
+    """Sessions that may train at once: the physical cores, or $RNNVIZ_TRAINING_SLOTS."""
+    return int(os.environ.get("RNNVIZ_TRAINING_SLOTS", 0)) or physical_cores()
+
+
+@st.cache_resource(show_spinner=False)
+def training_slots() -> TrainingSlots:
+    """The one TrainingSlots of this server process: a live run and a race each hold one while they train."""
+    return TrainingSlots(slot_capacity(), lease_seconds=LEASE_SECONDS, on_change=share_cores)
+
+
+@st.cache_resource(show_spinner=False)
+def run_registry() -> RunRegistry:
+    """Live runs of this server process by the unguessable token in their address, held weakly, listed nowhere."""
+    return RunRegistry()
+
+
+@st.cache_resource(show_spinner=False)
+def race_registry() -> RunRegistry:
+    """Races of this server process by the token in their address, held weakly, listed nowhere."""
+    return RunRegistry()
+
+
+@st.cache_resource(show_spinner=False)
+def ray_connection():
+    """This process's RayConnection (rnnviz.charlm.ray_backend), made once; None when no Ray address is set."""
+    setting = backend_setting()
+    if not setting.wants_ray:
+        return None
+    from rnnviz.charlm.ray_backend import connect
+
+    return connect(setting)
+
+
+def ray_if_usable():
+    """The RayConnection when runs train on Ray, else None (not asked for, or not usable: then in-process)."""
+    connection = ray_connection()
+    return connection if connection is not None and connection.ok else None

@@ -1,0 +1,379 @@
+"""The Hidden-cell explorer's five sections, each one function that draws it from the trace and the rankings."""
+
+import html
+import re
+
+import numpy as np
+import streamlit as st
+
+from rnnviz.charlm.sample import Intervention
+from rnnviz.figures import explorer as figures
+from rnnviz.interpret import colortext
+from rnnviz.interpret.finder import (
+    QUANTITY_LABELS,
+    CellId,
+    ablation_importance,
+    cell_correlations,
+    match_ranges,
+    pattern_cells,
+    sorted_units,
+)
+from rnnviz.interpret.textfeatures import FEATURES, first_run
+from rnnviz.ui.explorer import data as ex
+from rnnviz.ui.explorer.choices import (
+    FEATURE,
+    FEATURE_SWITCHED,
+    IMPORTANCE,
+    IMPORTANCE_CHARS,
+    LAYER,
+    MIN_RANK_CHARS,
+    MINI_CHARS,
+    QUANTITY,
+    RANK_BY,
+    UNIT,
+    WINDOW,
+    WINDOW_CHARS,
+    page_key,
+    select_cell,
+    showcase,
+)
+from rnnviz.ui.kit.cache import shared_figure, shared_value
+from rnnviz.ui.kit.models import corpus_of, held_out_text, keep_known, model_id
+from rnnviz.ui.kit.widgets import literal, plot, seed
+
+
+def _colouring(trace, vocab, text: str, cell: CellId, start: int, end: int) -> str:
+    """The legend and the window of text coloured by one cell, with a tooltip per character, as HTML."""
+    values = trace.cell(cell)
+    scale = colortext.scale_for(cell.quantity, values)
+    next_chars = [[vocab.chars[i] for i in row] for row in trace.next_ids[start:end]]
+    tips = colortext.cell_tooltips(text[start:end], values[start:end], cell.quantity, next_chars,
+                                   trace.next_probs[start:end], offset=start)
+    return (colortext.legend_html(scale, f"{QUANTITY_LABELS[cell.quantity]}, characters {start:,}–{end - 1:,} "
+                                  "(hover a character for its exact value and the model's top-5 next characters)",
+                                  observed=(float(np.nanmin(values)), float(np.nanmax(values))))
+            + colortext.colored_text_html(text[start:end], values[start:end], scale, tips))
+
+
+def _mini_colouring(trace, text: str, cell: CellId, mini: slice) -> str:
+    values = trace.cell(cell)
+    return colortext.colored_text_html(text[mini], values[mini], colortext.scale_for(cell.quantity, values),
+                                       font_size=12)
+
+
+def colour_by_cell(trace_key: tuple, trace, vocab, text: str, tracks: dict) -> tuple[CellId, int, int]:
+    """Section 1. ``trace_key`` (the model's id and the text) names the trace, so that what it draws for a
+    cell is built once per server process and shared (rnnviz.ui.kit.cache.shared_value)."""
+    st.header("1. Colour the text by one cell")
+    cols = st.columns([1, 1, 2, 3])
+    cols[0].selectbox("Layer", list(range(trace.layers)), key=LAYER)
+    cols[1].number_input("Unit", 0, trace.hidden - 1, step=1, key=UNIT)
+    cols[2].selectbox("Quantity", list(trace.quantities), format_func=QUANTITY_LABELS.get, key=QUANTITY)
+    cell = CellId(int(st.session_state[LAYER]), int(st.session_state[UNIT]), st.session_state[QUANTITY])
+    last_start = max(len(text) - WINDOW_CHARS, 0)
+    st.session_state[WINDOW] = min(max(int(st.session_state.get(WINDOW, 0)), 0), last_start)
+    if last_start > 0:
+        cols[3].slider("Window start (characters)", 0, last_start, step=50, key=WINDOW)
+    start = int(st.session_state[WINDOW])
+    end = min(start + WINDOW_CHARS, len(text))
+    values = trace.cell(cell)
+    r = cell_correlations(values, tracks)
+    best = max(r, key=lambda f: abs(r[f]))
+    st.markdown(f"**{cell.label}**: correlation with each feature over all {len(text):,} characters: "
+                + ", ".join(f"{FEATURES[f].label} r = {r[f]:+.2f}" for f in tracks)
+                + f". Strongest: **{FEATURES[best].label}**.")
+    st.html(shared_value(_colouring, trace, vocab, text, cell, start, end, key=(trace_key, cell, start, end)))
+    if st.toggle("Heatmap: every unit of this layer over the window", key=page_key("heatmap")):
+        sort_col, shown_col = st.columns(2)
+        sort_by = sort_col.selectbox("Sort the units by |r| with", list(tracks), key=page_key("heatmap_sort"),
+                                     format_func=lambda f: FEATURES[f].label)
+        shown = shown_col.slider("Units shown", 8, trace.hidden, min(48, trace.hidden), key=page_key("heatmap_units"))
+        units = sorted_units(trace, cell.layer, cell.quantity, tracks[sort_by])[:shown]
+        block = trace.block(cell.layer, cell.quantity)
+        plot(figures.heatmap_figure(block[start:end], units, text[start:end], start,
+                                    colortext.scale_for(cell.quantity, block[:, units].ravel(), 99.0), cell.quantity,
+                                    f"by |r| with {FEATURES[sort_by].label}"), key=page_key("heatmap_figure"))
+    return cell, start, end
+
+
+def find_cells(trace_key: tuple, trace, rankings, baseline, text: str, tracks: dict) -> list[CellId]:
+    st.header("2. Find cells automatically")
+    st.markdown(f"Every cell (each layer, unit and quantity: {trace.values.shape[0] * trace.layers * trace.hidden:,} "
+                f"in all) is ranked by |r|, its correlation with each feature over the {len(text):,} characters. "
+                "Features overlap (long lines are often deeply indented), so the *clearest* cell is the best one "
+                "among cells that track this feature more than any other. For an on/off feature, the best single "
+                "threshold on the cell is scored too. The last column ranks a **randomly initialised** model of the "
+                "same shape the same way: what it reaches is chance.")
+    rows = []
+    for name, ranking in rankings.items():
+        best, chance = ranking.best, baseline[name].best
+        accuracy = ranking.by_accuracy[0] if ranking.by_accuracy else None
+        clearest = ranking.clearest
+        rows.append({
+            "feature": short_label(name),
+            "best cell": best.cell.label if best else "(constant here)",
+            "r": round(best.r, 3) if best else None,
+            "clearest cell": f"{clearest.cell.label}: r = {clearest.r:+.3f}" if clearest else "",
+            "threshold accuracy": f"{accuracy.accuracy:.1%}" if accuracy else "",
+            "guessing": f"{ranking.base_rate:.1%}" if accuracy else "",
+            "random |r|": round(abs(chance.r), 3) if chance else None,
+        })
+    short_text_note(trace, rankings, baseline, len(text))
+    st.dataframe(rows, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
+    feature = st.selectbox("Feature", list(rankings), format_func=lambda f: FEATURES[f].label, key=FEATURE)
+    if st.session_state.get(FEATURE_SWITCHED) in FEATURES:
+        st.caption(f"{FEATURES[st.session_state[FEATURE_SWITCHED]].label.capitalize()} never changes in this text, "
+                   f"so the finder now ranks by {FEATURES[feature].label}.")
+    ranking = rankings[feature]
+    if not ranking.varies:
+        st.warning(f"{FEATURES[feature].label.capitalize()} never changes in this text, so no cell can track it. "
+                   "Choose another feature or a longer text.")
+        return []
+    ranked = ranking.by_correlation
+    if ranking.by_accuracy and st.radio("Rank by", ["|r|", "threshold accuracy"], horizontal=True,
+                                        key=RANK_BY) == "threshold accuracy":
+        ranked = ranking.by_accuracy
+    track = tracks[feature]
+    mini_start, window_start = showcase(text, track)
+    mini = slice(mini_start, mini_start + MINI_CHARS)
+    feature_scale = colortext.Scale(-max(float(track.max()), 1.0), 0.0, max(float(track.max()), 1.0))
+    st.html(f'<div style="font-size:14px;margin-top:6px">The feature itself, {html.escape(FEATURES[feature].label)}'
+            f', on characters {mini_start:,}–{mini_start + MINI_CHARS - 1:,}:</div>'
+            + colortext.colored_text_html(text[mini], track[mini], feature_scale, font_size=12))
+    for rank, scored in enumerate(ranked, start=1):
+        left, middle, right = st.columns([2.3, 6.5, 1], vertical_alignment="center")
+        detail = f"r = {scored.r:+.3f}"
+        if scored.accuracy is not None:
+            direction = ">" if scored.above else "<"
+            detail += f"; {scored.accuracy:.1%} when on ⇔ value {direction} {scored.threshold:.2f}"
+        left.markdown(f"**{rank}. {scored.cell.label}**  \n{detail}")
+        with middle:
+            st.html(shared_value(_mini_colouring, trace, text, scored.cell, mini,
+                                 key=(trace_key, scored.cell, mini.start, mini.stop)))
+        right.button("Show", key=page_key("show", rank), on_click=select_cell, args=(scored.cell, window_start),
+                     help="Colour the text above by this cell")
+    chance = baseline[feature].by_correlation
+    with st.expander(f"The same ranking for a randomly initialised {trace.kind.upper()} of the same shape"):
+        st.markdown(f"Best |r| by chance: **{abs(chance[0].r):.3f}** against **{abs(ranked[0].r):.3f}** for the "
+                    "trained model. Cells of an untrained network already respond to the characters they read, so "
+                    "features such as 'digit' or 'uppercase' can score well by chance; the gap is what training added.")
+        st.dataframe([{"rank": i + 1, "cell": c.cell.label, "r": round(c.r, 3)} for i, c in enumerate(chance)],
+                     hide_index=True)
+    return [scored.cell for scored in ranked]
+
+
+# Widths in px: together they fit the page at 1400 × 900 (about 900 px beside the sidebar), so that every
+# header and every value shows whole, a cell label of a 2-layer model included.
+TABLE_COLUMNS = {
+    "feature": st.column_config.TextColumn(width=175, help="The feature, named as in the Feature box below"),
+    "best cell": st.column_config.TextColumn(width=145, help="The cell with the largest |r|"),
+    "r": st.column_config.NumberColumn(width=62, format="%.3f", help="The best cell's correlation with the feature"),
+    "clearest cell": st.column_config.TextColumn(width=210, help="The best cell among those that track this "
+                                                 "feature more than any other"),
+    "threshold accuracy": st.column_config.TextColumn(width=135, help="On/off features: how often the best single "
+                                                      "threshold on one cell tells on from off"),
+    "guessing": st.column_config.TextColumn(width=80, help="On/off features: how often always guessing the more "
+                                            "common of on and off is right"),
+    "random |r|": st.column_config.NumberColumn(width=90, format="%.3f", help="The best |r| of a randomly "
+                                                "initialised model of the same shape: chance"),
+}
+
+
+def short_label(feature: str) -> str:
+    """A feature's label without its parenthesis: "indentation of the line (leading spaces)" → "indentation of
+    the line"."""
+    return re.sub(r" \([a-z ]+\)$", "", FEATURES[feature].label)
+
+
+def short_text_note(trace, rankings, baseline, length: int) -> None:
+    """Below MIN_RANK_CHARS characters, say that the ranking is chance, and where the random model wins here."""
+    if length >= MIN_RANK_CHARS:
+        return
+    cells = trace.values.shape[0] * trace.layers * trace.hidden
+    beaten = [FEATURES[f].label for f, ranking in rankings.items() if ranking.best is not None
+              and baseline[f].best is not None and abs(baseline[f].best.r) >= abs(ranking.best.r)]
+    here = (f" Here it does for {len(beaten)} feature(s): {', '.join(beaten)}." if beaten
+            else " Here it does not, but that is luck more than evidence.")
+    st.warning(f"**Too few characters to rank cells.** This text has {length:,} characters; below "
+               f"{MIN_RANK_CHARS:,} the ranking is not evidence. The best of {cells:,} cells' correlations over so few "
+               "characters is high by chance, so a randomly initialised model (the last column) can match or beat "
+               f"the trained one.{here} Paste at least {MIN_RANK_CHARS:,} characters.", icon=":material/warning:")
+
+
+def default_range(text: str, tracks: dict, start: int, end: int) -> tuple[int, int]:
+    """A selection worth searching for: the first short bracketed stretch in the window, else its first word."""
+    span = first_run(tracks["bracket_depth"] > 0, start, end, min_length=3, max_length=30)
+    if span is None:
+        words = np.flatnonzero(tracks["word_start"][start:end])
+        first = start + (int(words[0]) if words.size else 0)
+        last = first
+        while last < end and (text[last].isalnum() or text[last] == "_"):
+            last += 1
+        span = (first, max(last, first + 1))
+    return span
+
+
+def pattern_search(trace_key: tuple, trace, text: str, tracks: dict, cell: CellId, start: int, end: int) -> None:
+    st.header("3. Pattern search")
+    col_quantity, col_mode, col_theta, col_before, col_after = st.columns([2, 2, 2, 1, 1])
+    quantity = col_quantity.selectbox(f"Cells: layer {cell.layer}'s", list(trace.quantities),
+                                      format_func=QUANTITY_LABELS.get, key=page_key("pattern_quantity"))
+    mode = col_mode.radio("Select by", ["range", "substring"], horizontal=True, key=page_key("pattern_mode"))
+    theta = col_theta.slider("Threshold θ", -1.0, 1.0, 0.3, step=0.05, key=page_key("theta"))
+    pad_before = col_before.number_input("Padding before", 0, 50, 2, key=page_key("pad_before"))
+    pad_after = col_after.number_input("Padding after", 0, 50, 2, key=page_key("pad_after"))
+    st.markdown(f"Select a few characters. The cells **on** there are the units whose {quantity} is at least θ at "
+                "every selected character and below θ in the padding around it; then the traced text is searched "
+                "for other places where the same cells are all on (after LSTMVis).")
+    block = trace.block(cell.layer, quantity)
+    if mode == "range":
+        key = page_key("range")
+        if key not in st.session_state or not start <= st.session_state[key][0] <= st.session_state[key][1] <= end:
+            st.session_state[key] = default_range(text, tracks, start, end)
+        lo, hi = st.slider("Range of characters (start, end): the end is not included; arrow keys move one "
+                           "character", start, end, key=key)
+    else:
+        needle = st.text_input("Substring", "return", max_chars=200, key=page_key("substring"))
+        found = text.find(needle, start) if needle else -1
+        found = text.find(needle) if needle and found < 0 else found
+        if not needle or found < 0:
+            st.warning("Type a substring that occurs in the traced text; "
+                       f"{literal(needle[:40]) or 'an empty one'} does not.")
+            return
+        lo, hi = found, found + len(needle)
+    if hi <= lo:
+        st.warning("The selected range is empty: move the two ends of the range apart so that it covers at "
+                   "least one character.")
+        return
+    st.html(context_html(text, [(lo, hi, f"selected at {lo:,}")]))
+    units = pattern_cells(block, lo, hi, theta, int(pad_before), int(pad_after))
+    if units.size == 0:
+        st.info(f"No unit of layer {cell.layer}'s {quantity} is ≥ {theta:g} at every selected character and "
+                "below it in the padding. Lower θ or the padding, or select fewer characters.")
+        return
+    st.markdown(f"**{units.size} cell(s) on:** " + ", ".join(f"unit {u}" for u in units[:40])
+                + (" …" if units.size > 40 else ""))
+    view_lo, view_hi = max(min(lo, start), lo - 300), min(max(hi, end), hi + 300)
+    drawn = (trace_key, cell.layer, quantity, tuple(units.tolist()), view_lo, view_hi, lo, hi, theta)
+    plot(shared_figure(figures.pattern_lines_figure, block[view_lo:view_hi], units, text[view_lo:view_hi], view_lo,
+                       (lo, hi), theta, key=drawn), key=page_key("pattern_lines"))
+    matches = match_ranges(block, units, theta, exclude=(lo, hi), target_length=hi - lo)
+    if not matches:
+        st.info("Nowhere else in the traced text are all of these cells on at once.")
+        return
+    st.markdown(f"**Top {len(matches)} other places where all {units.size} cell(s) are on** (score: the share of "
+                "cells on there that belong to the selection; 1 means no other cell is on):")
+    st.html(context_html(text, [(m.start, m.end, f"{m.score:.2f} at {m.start:,}") for m in matches]))
+
+
+def context_html(text: str, spans: list[tuple[int, int, str]], context: int = 30) -> str:
+    """One line per span: its label, then the span highlighted between ``context`` characters either side.
+
+    Every character goes through html.escape; whitespace is drawn visibly, as in the colouring.
+    """
+    def show(part: str) -> str:
+        return html.escape("".join(colortext.visible_char(c) for c in part))
+
+    lines = [
+        f'<div><span style="display:inline-block;width:200px">{html.escape(label)}</span>'
+        f'<span style="color:rgb(120,120,120)">{show(text[max(lo - context, 0):lo])}</span>'
+        f'<span style="background:rgb(253,219,199);font-weight:600">{show(text[lo:hi])}</span>'
+        f'<span style="color:rgb(120,120,120)">{show(text[hi:hi + context])}</span></div>'
+        for lo, hi, label in spans
+    ]
+    return ('<div style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:14px;line-height:1.6;'
+            'white-space:pre;overflow-x:auto">' + "".join(lines) + "</div>")
+
+
+def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[CellId], feature: str) -> None:
+    st.header("4. Intervene")
+    st.markdown(f"Hold **unit {cell.unit} of layer {cell.layer}** fixed at every step while the model writes, and "
+                "compare with what it writes untouched, from the same prime and the same random draws.")
+    col_target, col_value, col_length, col_temp = st.columns([1.3, 2, 2, 2])
+    targets = ["c", "h"] if trace.kind == "lstm" else ["h"]
+    on = col_target.radio("Hold", targets, index=0 if cell.quantity == "c" and "c" in targets else len(targets) - 1,
+                          format_func=lambda q: f"{q}_t", key=page_key("iv_on"))
+    value = col_value.radio("at", [0.0, 1.0, -1.0], horizontal=True, key=page_key("iv_value"),
+                            format_func=lambda v: "0 (ablate)" if v == 0 else f"{v:+g} (clamp)")
+    length = col_length.slider("Characters to write", 50, 600, 300, step=50, key=page_key("iv_length"))
+    temperature = col_temp.slider("Temperature", 0.0, 1.5, 0.7, step=0.1, key=page_key("iv_temperature"))
+    refresh_prime(text, start)
+    prime, unknown = keep_known(st.text_area("Prime", key=PRIME, max_chars=400, height=90), source.vocab)
+    if unknown:
+        st.warning("Characters the model never saw were left out of the prime: "
+                   + literal(", ".join(colortext.describe_char(c) for c in unknown[:15])))
+    iv = Intervention(cell.layer, cell.unit, float(value), on)
+    args = (model_id(source), source.model, source.vocab.chars, prime, length, temperature, seed())
+    normal, intervened = ex.continuation(*args, None), ex.continuation(*args, iv)
+    left, right = st.columns(2)
+    left.markdown("**Untouched**")
+    left.code(prime + normal, language=None, wrap_lines=True)
+    right.markdown(f"**{on}_t of unit {cell.unit} held at {value:g}**")
+    right.code(prime + intervened, language=None, wrap_lines=True)
+    if normal == intervened:
+        st.caption("Identical: with this prime and these draws the model does not use this unit, or uses it too "
+                   "little to change a single choice.")
+    importance(source, text, ranked, feature)
+
+
+PRIME, PRIME_FROM = page_key("prime"), page_key("prime_from")
+
+
+def prime_from(text: str, start: int, length: int = 120) -> str:
+    """Up to ``length`` characters of the text from the first line start at or after ``start``, cut at a line
+    end when there is one; the text's own first characters when that leaves nothing."""
+    line_start = text.find("\n", start) + 1 or start
+    prime = text[line_start:line_start + length]
+    prime = prime[: prime.rfind("\n") + 1] or prime
+    return prime or text[start:start + length] or text[:length]
+
+
+def refresh_prime(text: str, start: int) -> None:
+    """Take the prime from the traced text: the first time, and whenever the text changes (another corpus, the
+    model's own text, your own) while the prime is still the one taken from the old text. A prime you typed
+    stays."""
+    state, text_id = st.session_state, (len(text), hash(text))
+    taken = state.get(PRIME_FROM)  # (the text it was taken from, the prime taken)
+    if PRIME not in state or (taken is not None and taken[0] != text_id and state[PRIME] == taken[1]):
+        state[PRIME] = prime_from(text, start)
+        state[PRIME_FROM] = (text_id, state[PRIME])
+
+
+def importance(source, text: str, ranked: list[CellId], feature: str) -> None:
+    st.subheader("Importance: the loss without each top cell")
+    corpus = corpus_of(source)
+    held_out = held_out_text(corpus, IMPORTANCE_CHARS) if corpus is not None else text
+    where = (f"{len(held_out):,} held-out characters of {literal(corpus.name)}" if corpus is not None
+             else "the traced text")
+    cells = list(dict.fromkeys(ranked))
+    key = (model_id(source), tuple(cells), len(held_out))
+    st.markdown(f"Ablate each of the top {len(cells)} cells for *{FEATURES[feature].label}* in turn (its unit's "
+                f"h_t held at 0) and measure the loss on {where}. A cell the model relies on raises it.")
+    if st.button(f"Measure the top {len(cells)} cells", key=page_key("importance_button"), disabled=not cells):
+        progress = ex.run_progress("Ablating cell")
+        base, deltas = ablation_importance(source.model, source.vocab.encode(held_out), cells, progress)
+        st.session_state[IMPORTANCE] = (key, base, deltas)
+    stored = st.session_state.get(IMPORTANCE)
+    if stored and stored[0] == key:
+        _, base, deltas = stored
+        plot(figures.importance_figure([c.label for c in cells], deltas, base), key=page_key("importance_figure"))
+
+
+def watch_emerge(source, text: str, cell: CellId, start: int, end: int) -> None:
+    st.header("5. Watch a cell emerge")
+    snapshots = ex.live_snapshots() if source.key == "live" else []
+    if not snapshots:
+        st.info("Pick the live-trained model to replay it: while the live-training page trains, it keeps light "
+                "copies of the weights every few steps, and this section recolours the passage above with the same "
+                "cell at each of them.")
+        return
+    steps = [step for step, _ in snapshots]
+    step = st.select_slider("Training step", steps, value=steps[-1], key=page_key("snapshot_step"))
+    weights = dict(snapshots)[step]
+    values = ex.snapshot_cell(model_id(source)[:2], step, weights, source.model.config, source.vocab.chars,
+                              text[:end], cell.layer, cell.unit, cell.quantity)
+    scale = colortext.scale_for(cell.quantity, values)
+    st.html(colortext.legend_html(scale, f"{cell.label} after {step:,} training steps")
+            + colortext.colored_text_html(text[start:end], values[start:end], scale))
+
+

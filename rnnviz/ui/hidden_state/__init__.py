@@ -1,0 +1,1 @@
+"""The Hidden state page: the four readers side by side, the memory probe, and the race."""

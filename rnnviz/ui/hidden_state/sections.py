@@ -1,0 +1,379 @@
+"""Sections of the hidden-state page: what an RNN, an LSTM, a minGRU and a Transformer carry into the next step,
+and the Transformer's attention (from a position, and to a clicked character); the memory probes and the context
+bottleneck are in ``memory``. Each of the four slots holds a shipped english-docs model by default,
+or this session's live-trained model, an uploaded checkpoint, or a model of this session's race.
+
+Figures of shipped models are built once per process and shared by every session (``shared_figure``); figures
+of a session's own models are kept in that session only (``session_value``), keyed by the model and its step.
+A step of t reruns only the fragment that draws what t moves (the t slider sits right above the four strips), and
+what depends only on the models and the sentence (the bytes curves) is not computed again for each t.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import streamlit as st
+import torch
+
+from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint
+from rnnviz.charlm.corpus import UnknownCharactersError, Vocab
+from rnnviz.charlm.live import still_copy
+from rnnviz.core.config import shape_label
+from rnnviz.figures import hidden_state as fig
+from rnnviz.interpret import hidden_state as hs
+from rnnviz.ui.hidden_state.race import current_runner
+from rnnviz.ui.kit.cache import session_value, value_for
+from rnnviz.ui.kit.keys import PageKeys
+from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY, ModelSource, pretrained_checkpoints
+from rnnviz.ui.kit.widgets import literal, plot
+
+PAGE = "hidden_state"
+page_key = PageKeys(PAGE)
+SENTENCE = page_key("sentence")
+STEP = page_key("t")
+ATTENDED = page_key("s")  # the character whose readers are shown
+STRIP = page_key("strip")  # the clickable character strip
+UPLOAD, UPLOAD_ERROR = page_key("upload"), page_key("upload_error")
+# The four shipped models of rnnviz/assets/models/MODELS.md this page compares, by file stem.
+SLOTS = {"RNN": "rnn-english-docs", "LSTM": "lstm-small-english-docs", "minGRU": "mingru-english-docs",
+         "Transformer": "transformer-english-docs"}
+# The kinds each slot takes: a slot shows a fixed-size recurrent state, h_t and c_t, or a K/V cache.
+SLOT_KINDS = {"RNN": ("rnn", "gru"), "LSTM": ("lstm",), "minGRU": ("mingru",), "Transformer": ("transformer",)}
+PER_ROW = 2  # columns per row when four models are shown: four side by side are too narrow on a projector
+# What the minGRU gives up, said under its column.
+MINGRU_TRADE = (r"Its gate $z_t$ and candidate $\tilde h_t$ read $x_t$ only, never $h_{t-1}$: what it writes "
+                "cannot depend on what it already holds. In exchange every $h_t$ is a scan over the sequence, so it "
+                "trains across all $t$ at once.")
+STRIPS_KEY = ("Each strip is one tensor, one column per unit (a K or V: one row per cached position s, top to "
+              "bottom), coloured relative to its own largest |value|: dark blue −max, white 0, dark red +max.")
+SOURCE_LABELS = {"shipped": "shipped", "live": "live-trained", "uploaded": "uploaded", "race": "from the race"}
+DEFAULT_SENTENCE = "The function returns a list of the values, in order."
+
+
+def source_key(name: str) -> str:
+    return page_key("source", name)
+
+
+@dataclass(frozen=True, eq=False)
+class Slot:
+    """One column of the comparison: its name, the model in it, and the sentence's ids (or the error)."""
+
+    name: str  # "RNN", "LSTM", "minGRU" or "Transformer"
+    candidate: ModelSource  # the model that fills it
+    ids: torch.Tensor | None
+    error: str | None
+
+    @property
+    def model(self):
+        return self.candidate.model
+
+    @property
+    def vocab(self) -> Vocab:
+        return self.candidate.vocab
+
+    @property
+    def key(self) -> Hashable:
+        return self.candidate.identity
+
+    @property
+    def shared(self) -> bool:
+        return self.candidate.shared
+
+
+# --- where the models come from --------------------------------------------------------------------------------
+
+
+def _race_copy(trainer) -> torch.nn.Module:
+    """A still copy of a race model at its step, kept in the session: the page reads it even if the race goes on."""
+    return session_value(still_copy, trainer.model, key=("race copy", id(trainer), trainer.step))
+
+
+def candidates(slot: str) -> list[ModelSource]:
+    """The models that may fill ``slot`` in this session: the shipped one first, then its own of a fitting kind."""
+    kinds = SLOT_KINDS[slot]
+    found = []
+    shipped = pretrained_checkpoints().get(SLOTS[slot])
+    if shipped is not None:
+        found.append(ModelSource(f"pretrained:{SLOTS[slot]}", f"shipped: {SLOTS[slot]}.pt", shipped.model,
+                                 shipped.vocab, shipped.corpus, shipped.step, shipped.config.carries_state))
+    state = st.session_state
+    run = state.get(LIVE_RUN_KEY)
+    if run is not None and run.trainer.step > 0 and run.trainer.config.kind in kinds:
+        trainer, frozen = run.trainer, run.frozen_model()
+        found.append(ModelSource("live", f"live-trained on {run.corpus_name}, step {frozen.step:,}", frozen.model,
+                                 trainer.vocab, run.corpus_name, frozen.step, trainer.config.carries_state))
+    uploaded = state.get(UPLOADED_KEY)
+    if uploaded is not None and uploaded.config.kind in kinds:
+        found.append(ModelSource("uploaded", f"uploaded ({uploaded.corpus}, step {uploaded.step:,})",
+                                 uploaded.model, uploaded.vocab, uploaded.corpus, uploaded.step,
+                                 uploaded.config.carries_state))
+    runner = current_runner()
+    if runner is not None and not runner.is_active:
+        for name, trainer in runner.race.trainers.items():
+            if trainer.step > 0 and trainer.config.kind in kinds:
+                model = _race_copy(trainer)
+                found.append(ModelSource(f"race:{name}", f"the race's {name}, step {trainer.step:,}", model,
+                                         trainer.vocab, runner.race.corpus_name, trainer.step,
+                                         trainer.config.carries_state))
+    return found
+
+
+def read_upload() -> None:
+    """on_change of the uploader: load through the safe loader (weights only, strict) or keep the reason."""
+    state = st.session_state
+    state.pop(UPLOAD_ERROR, None)
+    uploaded = state.get(UPLOAD)
+    if uploaded is None:
+        return
+    try:
+        checkpoint = load_checkpoint(uploaded.getvalue())
+    except CheckpointError as err:
+        state[UPLOAD_ERROR] = str(err)
+        return
+    state[UPLOADED_KEY] = checkpoint
+    slot = next((s for s, kinds in SLOT_KINDS.items() if checkpoint.config.kind in kinds), None)
+    if slot is None:
+        state[UPLOAD_ERROR] = (f"A {checkpoint.config.kind} model fits none of the slots "
+                               f"({', '.join(SLOTS)}).")
+        return
+    state[source_key(slot)] = "uploaded"
+
+
+def choose_models() -> None:
+    """Per slot, which model fills it; with an uploader. Drawn inside an expander by the page."""
+    cols = st.columns(len(SLOTS))
+    for col, slot in zip(cols, SLOTS):
+        options = {c.origin: c for c in candidates(slot)}
+        if st.session_state.get(source_key(slot)) not in options:
+            st.session_state[source_key(slot)] = next(iter(options), None)
+        col.selectbox(f"{slot} slot", list(options), key=source_key(slot),
+                      format_func=lambda s, o=options: o[s].label,
+                      help=f"Takes a {' or '.join(hs.kind_label(k) for k in SLOT_KINDS[slot])} model: the shipped one, "
+                           "this session's live-trained model, an uploaded checkpoint or a model of the race.")
+    st.file_uploader("Upload a checkpoint (.pt) saved by rnnviz", type=["pt"], key=UPLOAD, on_change=read_upload,
+                     help="Loaded with weights only into the app's own architecture; it goes into the slot of its "
+                          "kind.")
+    if st.session_state.get(UPLOAD_ERROR):
+        st.error(literal(st.session_state[UPLOAD_ERROR]), icon=":material/error:")
+
+
+def slots() -> list[Slot]:
+    """The model in each slot, with the sentence read by its vocabulary; stops the page when there is none."""
+    text = sentence()
+    out = []
+    for name in SLOTS:
+        options = {c.origin: c for c in candidates(name)}
+        chosen = options.get(st.session_state.get(source_key(name))) or next(iter(options.values()), None)
+        if chosen is None:
+            continue
+        try:
+            out.append(Slot(name, chosen, chosen.vocab.encode(text), None))
+        except UnknownCharactersError as err:
+            missing = ", ".join(repr(c) for c in err.chars)
+            out.append(Slot(name, chosen, None, f"The {name}'s vocabulary lacks {missing}: it cannot read this "
+                                                "sentence. Edit the sentence; the other models still show theirs."))
+    if not out:
+        st.error("The shipped models of this page are missing from rnnviz/assets/models/.")
+        st.stop()
+    if not text:
+        st.info("Type a sentence above to step through it.", icon=":material/edit:")
+        st.stop()
+    return out
+
+
+# --- caching: shared for shipped models, per session for the session's own --------------------------------------
+
+
+def slot_value(build: Callable[..., Any], slot_list: list[Slot], *args, key: Hashable) -> Any:
+    """A figure or value of some slots' models: shared by the process when all are shipped, else the session's."""
+    return value_for(all(s.shared for s in slot_list), build, *args, key=(tuple(s.key for s in slot_list), key))
+
+
+def params(slot: Slot) -> int:
+    return sum(p.numel() for p in slot.model.parameters())
+
+
+def choose_sentence() -> None:
+    st.text_input("A sentence to step through", value=DEFAULT_SENTENCE, key=SENTENCE, max_chars=300)
+
+
+def sentence() -> str:
+    return st.session_state.get(SENTENCE, DEFAULT_SENTENCE)
+
+
+def choose_step(readable: list[Slot]) -> int:
+    length = max((len(s.ids) for s in readable), default=1)
+    if length < 2:
+        return 0
+    if st.session_state.get(STEP, 0) > length - 1:  # a shorter sentence: keep t inside it
+        st.session_state[STEP] = length - 1
+    st.session_state.setdefault(STEP, min(length - 1, 12))
+    return st.slider("t: the last character read (0-based)", 0, length - 1, key=STEP)
+
+
+def sizes_caption(carried: hs.Carried) -> str:
+    parts = [f"{x.name} {tuple(x.shape)}" for x in carried.tensors]
+    if len(parts) > 4:
+        parts = [*parts[:2], f"… {len(parts) - 2} more"]
+    return f"**{carried.numel:,} numbers, {carried.nbytes:,} bytes**: " + ", ".join(parts)
+
+
+def _carried_at(model, ids: torch.Tensor, t: int) -> tuple[str, int, list[fig.Strip]]:
+    """(sizes caption, window start, heat strips) of what ``model`` carries after reading ids[0…t]."""
+    carried, _ = hs.carried_state(model, ids, t)
+    return sizes_caption(carried), carried.window_start, fig.carried_strips(carried)
+
+
+@st.fragment
+def step_through(slot_list: list[Slot]) -> None:
+    """The t slider, right above what it moves: the four carried states, the bytes against t and the
+    Transformer's attention at t. A step of t reruns this fragment only."""
+    st.subheader("What each model carries into step t+1")
+    t = choose_step([s for s in slot_list if s.ids is not None])
+    draw_carried(slot_list, t)
+    draw_attention_at(slot_list, t)
+
+
+def draw_carried(slot_list: list[Slot], t: int) -> None:
+    """One column per model: its carried tensors with sizes, as heat strips; then the bytes against t."""
+    text = sentence()
+    following = literal(repr(text[t + 1])) if t + 1 < len(text) else "the end"
+    st.markdown(f"Read so far (t = {t}): “{literal(text[: t + 1])}” — next comes {following}.")
+    for slot in slot_list:
+        if slot.error:
+            st.error(literal(slot.error), icon=":material/block:")
+    for col, slot in zip(_grid(len(slot_list)), slot_list):
+        with col:
+            origin = "" if slot.shared else f", {SOURCE_LABELS[slot.candidate.origin]}"
+            st.markdown(f"**{slot.name}** ({params(slot):,} parameters{origin}): what it carries into t+1")
+            if slot.ids is None:
+                st.caption("Cannot read this sentence.")
+                continue
+            tt = min(t, len(slot.ids) - 1)
+            caption, window_start, strips = slot_value(_carried_at, [slot], slot.model, slot.ids, tt,
+                                                       key=("carried", tt, text))
+            st.markdown(caption)
+            if window_start > 0:
+                st.warning(f"The sentence is longer than this Transformer's context of "
+                           f"{slot.model.block_size} characters: its window starts at position "
+                           f"{window_start} ({literal(repr(text[window_start]))}).", icon=":material/crop:")
+            with st.container(key=page_key("carried", slot.name), gap=None):
+                for strip in strips:
+                    st.image(strip.image, caption=strip.label, width="stretch")
+            if slot.model.config.kind == "mingru":
+                st.caption(MINGRU_TRADE)
+    st.caption(STRIPS_KEY)
+    readable = [s for s in slot_list if s.ids is not None]
+    if readable:
+        models = [(s.name, s.model, s.ids) for s in readable]
+        plot(slot_value(_bytes_fig, readable, models, text, key=("bytes", text)), key=page_key("bytes"))
+        st.caption("Measured from the tensors after every character: the RNN's h_t, the LSTM's h_t and c_t and "
+                   "the minGRU's h_t (one per layer) stay the same size; the Transformer's K and V cache grows by "
+                   "2·L·C numbers per character (until its context is full).")
+
+
+def _grid(count: int) -> list:
+    """``count`` columns: side by side up to three, in rows of PER_ROW beyond that (2 × 2 for four)."""
+    if count <= 3:
+        return list(st.columns(count))
+    return [col for start in range(0, count, PER_ROW) for col in st.columns(PER_ROW)][:count]
+
+
+def _bytes_fig(models: list[tuple[str, Any, torch.Tensor]], text: str):
+    """Bytes carried after every character of the sentence, per model: the same for every t, so built once."""
+    return fig.carried_bytes_figure({name: hs.carried_bytes_curve(model, ids) for name, model, ids in models}, text)
+
+
+def _attention_table(model, ids: torch.Tensor, text: str, t: int) -> str:
+    start, weights = hs.attention_at(model, ids, t)
+    return fig.attention_table(weights, text, start)
+
+
+def _attended(model, ids: torch.Tensor, text: str, s: int) -> tuple[np.ndarray, np.ndarray, object]:
+    queries, weights = hs.attention_to(model, ids, s)
+    return queries, weights, fig.attended_figure(queries, weights, text, s)
+
+
+def _on_strip_click() -> None:
+    """on_select of the character strip: the clicked character becomes s."""
+    event = st.session_state.get(STRIP)
+    points = event["selection"]["points"] if event else []
+    if points:
+        st.session_state[ATTENDED] = int(points[0]["x"])
+
+
+def _transformer(slot_list: list[Slot]) -> Slot | None:
+    slot = next((s for s in slot_list if s.name == "Transformer"), None)
+    return slot if slot is not None and slot.ids is not None else None
+
+
+def draw_attention_at(slot_list: list[Slot], t: int) -> None:
+    """The Transformer's attention from position t over the characters it may read, per layer and head."""
+    st.subheader("The Transformer's attention at t")
+    slot = _transformer(slot_list)
+    if slot is None:
+        st.info("The Transformer cannot read this sentence (see the message above).")
+        return
+    text = sentence()
+    tt = min(t, len(slot.ids) - 1)
+    st.markdown(f"Row (layer, head): how much position t = {tt} ({literal(repr(text[tt]))}) reads each earlier "
+                "character s ≤ t; each row sums to 1. Nothing after t is visible (the causal mask).")
+    with st.container(key=page_key("attention")):
+        st.html(slot_value(_attention_table, [slot], slot.model, slot.ids, text, tt, key=("attention", text, tt)))
+
+
+def readers_caption(queries: np.ndarray, weights: np.ndarray, text: str, s: int) -> str:
+    """Who reads s, in words: the later positions t > s whose window holds s (s reading itself is not one of
+    them), and the strongest of them."""
+    later = [i for i, t in enumerate(queries) if t > s]
+    shown = literal(repr(text[s]))
+    if not later:
+        return (f"No later position reads s = {s} ({shown}): it is the last character, and only it reads itself. "
+                "A row need not sum to 1: each reader spreads its own attention over every s ≤ t.")
+    sub = weights[:, :, later]  # (L, h, later)
+    layer, head, column = (int(x) for x in np.unravel_index(int(np.argmax(sub)), sub.shape))
+    t = int(queries[later[column]])
+    return (f"{len(later)} later position{'s' if len(later) != 1 else ''} (t > s) can read s = {s} ({shown}); "
+            f"s also reads itself. The strongest later reader: t = {t} ({literal(repr(text[t]))}), layer "
+            f"{layer + 1} head {head + 1}, weight {float(sub[layer, head, column]):.2f}. A row need not sum to 1: "
+            "each reader spreads its own attention over every s ≤ t.")
+
+
+@st.fragment
+def who_attends(slot_list: list[Slot]) -> None:
+    """For a character s the user clicks or picks, who attends to it; a pick reruns this fragment only."""
+    slot = _transformer(slot_list)
+    if slot is None:
+        return
+    text = sentence()
+    st.markdown("**Who attends to a character?** Click one below (or pick it with the slider): each later position "
+                "t that can still see it, and how much of its attention goes there, per layer and head.")
+    n = len(slot.ids)
+    if st.session_state.get(ATTENDED) is None or st.session_state[ATTENDED] > n - 1:
+        st.session_state[ATTENDED] = min(st.session_state.get(STEP, 0), n - 1)
+    s = st.session_state[ATTENDED]
+    st.plotly_chart(fig.character_strip(text[:n], s), key=STRIP, on_select=_on_strip_click,
+                    selection_mode="points", config={"displayModeBar": False}, width="stretch")
+    if n > 1:
+        s = st.select_slider("s: the character attended to", options=list(range(n)), key=ATTENDED,
+                             format_func=lambda i: f"{i}: {text[i]!r}")
+    queries, weights, figure = slot_value(_attended, [slot], slot.model, slot.ids, text, s, key=("attended", text, s))
+    st.caption(readers_caption(queries, weights, text, s))
+    plot(figure, key=page_key("attended"))
+
+
+def model_table(slot_list: list[Slot]) -> None:
+    rows = [{"slot": s.name, "model": s.candidate.label, "parameters": params(s), "architecture": _describe(s),
+             "steps": s.candidate.step} for s in slot_list]
+    st.dataframe(rows, hide_index=True)
+
+
+def _describe(slot: Slot) -> str:
+    c = slot.model.config
+    if c.kind == "transformer":
+        return f"{c.layers} blocks, C = {c.hidden}, {c.n_head} heads, context {c.block_size}"
+    return shape_label(c)

@@ -1,0 +1,1 @@
+"""What every page may use: widgets, links, the stepper, caches, corpora and model sources."""

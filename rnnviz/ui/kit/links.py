@@ -1,0 +1,108 @@
+"""Shareable links: a page's main settings live in the URL's query string, and a copied link restores them.
+
+A page declares its ``LinkParam``s once, calls ``restore_from_link`` before it creates the widgets, and
+``mirror_to_link`` after. Bad or unknown values fall back to the defaults with a small notice.
+
+Widgets that a link can set take their default from session state, not from ``value=``, or Streamlit
+warns that the value was set twice::
+
+    restore_from_link("gradients", PARAMS)
+    st.session_state.setdefault("gradients_sigma", 1.05)
+    st.slider("σ₁", 0.5, 1.5, key="gradients_sigma")
+    mirror_to_link(PARAMS)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from rnnviz.ui.kit.widgets import literal
+
+
+@dataclass(frozen=True)
+class LinkParam:
+    """One setting carried in the URL: ?name=text ⇄ st.session_state[key]."""
+
+    name: str  # query parameter, short and readable: "sigma", "bits"
+    key: str  # the widget key that holds the value
+    parse: Callable[[str], Any]  # text → value; raises ValueError (or TypeError) when the text is bad
+    format: Callable[[Any], str] = str  # value → text
+
+
+def parse_float_in(low: float, high: float) -> Callable[[str], float]:
+    """A parser for a finite float within [low, high]."""
+
+    def parse(text: str) -> float:
+        value = float(text)
+        if not low <= value <= high:
+            raise ValueError(f"{value} is outside {low}…{high}")
+        return value
+
+    return parse
+
+
+def parse_int_in(low: int, high: int) -> Callable[[str], int]:
+    """A parser for an integer within [low, high]."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if not low <= value <= high:
+            raise ValueError(f"{value} is outside {low}…{high}")
+        return value
+
+    return parse
+
+
+def parse_choice(options: Sequence[Any]) -> Callable[[str], Any]:
+    """A parser that accepts the text of one of the options."""
+    by_text = {str(o): o for o in options}
+
+    def parse(text: str) -> Any:
+        if text not in by_text:
+            raise ValueError(f"{text!r} is not one of {', '.join(by_text)}")
+        return by_text[text]
+
+    return parse
+
+
+def restore_from_link(page: str, params: Sequence[LinkParam]) -> None:
+    """Once per session and page, seed the widgets' state from the URL; note any value that was ignored."""
+    flag = f"_link_restored_{page}"
+    if st.session_state.get(flag):
+        return
+    st.session_state[flag] = True
+    ignored = []
+    for param in params:
+        text = st.query_params.get(param.name)
+        if text is None:
+            continue
+        try:
+            st.session_state[param.key] = param.parse(text)
+        except (ValueError, TypeError) as err:
+            ignored.append(f"{param.name}={literal(text[:40])} ({literal(err)})")
+    if ignored:
+        st.warning("Some settings in the link were not valid and were left at their defaults: " + "; ".join(ignored),
+                   icon=":material/link_off:")
+
+
+def mirror_to_link(params: Sequence[LinkParam]) -> None:
+    """Write the widgets' current values into the URL, so that copying the address shares them."""
+    for param in params:
+        if param.key in st.session_state:
+            text = param.format(st.session_state[param.key])
+            if st.query_params.get(param.name) != text:
+                st.query_params[param.name] = text
+
+
+def share_link(params: Sequence[LinkParam]) -> None:
+    """A "Copy link" box: the page's address with its settings, in a code block with a copy button."""
+    base = (st.context.url or "").split("?")[0]
+    query = urlencode({p.name: p.format(st.session_state[p.key]) for p in params if p.key in st.session_state})
+    with st.popover("Copy link", icon=":material/link:"):
+        st.caption("This address reopens the page with the settings you see now.")
+        st.code(f"{base}?{query}" if query else base, language=None)

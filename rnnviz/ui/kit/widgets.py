@@ -1,0 +1,47 @@
+"""Small reusable widgets and session helpers shared by the pages."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from rnnviz.ui.app.navigation import SEED_KEY
+from rnnviz.ui.app.registry import page_by_url
+
+DEFAULT_SEED = 0
+
+# Plotly's mode bar is noise on a projector; keep the download button only.
+PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+
+
+# Characters that can start markup in Streamlit's markdown: emphasis, code, links and images, HTML and
+# autolinks, math, strikethrough, tables, entities, emoji and icon shortcodes, the "://" of a bare URL and
+# the "@" of a bare e-mail address; a bare "www." is broken up separately.
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>$~|&:@])")
+_BARE_WWW = re.compile(r"(?i)\b(www)\.")
+
+
+def literal(text: str) -> str:
+    """User text (a file name, a link's value, an engine message quoting them) made literal inside
+    st.markdown and alerts: markup characters are backslash-escaped, so they show as typed."""
+    return _BARE_WWW.sub(r"\1\\.", _MARKDOWN.sub(r"\\\1", str(text)))
+
+
+def seed() -> int:
+    """The global seed chosen in the sidebar."""
+    return int(st.session_state.get(SEED_KEY, DEFAULT_SEED))
+
+
+def page_header(url_path: str, intro: str, equation: str | None = None) -> None:
+    """The page's registered title, a short plain explanation, and its equation in LaTeX."""
+    spec = page_by_url(url_path)
+    st.title(spec.title if spec else url_path)
+    st.markdown(intro)
+    if equation:
+        st.latex(equation)
+
+
+def plot(fig, key: str | None = None) -> None:
+    """Render a plotly figure at the container's width with the app's chart config."""
+    st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key=key)

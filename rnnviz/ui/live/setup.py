@@ -1,0 +1,384 @@
+"""Setup widgets of the live-training page: preset, model and training settings (the corpus box is in
+``corpus``).
+
+Every widget's value lives in session state under a ``live_training_*`` key and survives page switches
+(``persist_state="session"``). A preset writes all of them at once. ``pending.pending_run`` turns the
+values into a TrainConfig and LiveSettings, or into plain-words problems when a value is out of bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+import streamlit as st
+
+from rnnviz.charlm.corpus import (
+    BUILTIN_CORPORA,
+    Corpus,
+)
+from rnnviz.charlm.live import LiveRun
+from rnnviz.charlm.presets import (
+    DEFAULT_PRESET,
+    MINGRU_PRESET,
+    MINGRU_PRESETS,
+    PRESETS,
+    TRANSFORMER_PRESETS,
+    TUNED_GPT,
+    Preset,
+)
+from rnnviz.charlm.speed import estimate_chars_per_second, measure_matmul_flops
+from rnnviz.charlm.train import OPTIMIZERS, TrainConfig
+from rnnviz.core import equations
+from rnnviz.ui.kit.keys import PageKeys
+from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_choice, restore_from_link, share_link
+from rnnviz.ui.kit.widgets import literal, seed
+
+PAGE = "live_training"
+key = PageKeys(PAGE)  # every session and widget key of the live page: key("kind") → "live_training_kind"
+KEEP = dict(persist_state="session")  # settings survive a visit to another page
+
+KIND_LABELS = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "mingru": "minGRU", "transformer": "Transformer"}
+MAX_LAYERS = 3  # the Layers slider's end (Transformer: blocks)
+HEAD_OPTIONS = (1, 2, 4, 8)  # Transformer: attention heads h; C must divide by h
+CONTEXT_OPTIONS = (16, 32, 64, 128, 256)  # Transformer: the context, characters one position can see
+# The live page's presets: every recurrent one, the minGRU's, and the Transformer presets its widgets can hold
+# (≤ 3 blocks).
+LIVE_PRESETS: dict[str, Preset] = {**PRESETS, **MINGRU_PRESETS,
+                                   **{name: p for name, p in TRANSFORMER_PRESETS.items()
+                                      if p.config.layers <= MAX_LAYERS}}
+TRANSFORMER_DEFAULTS = LIVE_PRESETS[TUNED_GPT]  # what choosing Kind = Transformer starts from
+# Choosing a Kind of another family starts from that family's preset: RNN, LSTM and GRU share one.
+FAMILY_PRESETS = {"recurrent": DEFAULT_PRESET, "mingru": MINGRU_PRESET, "transformer": TUNED_GPT}
+MINGRU_NOTE = (r"minGRU: $z_t = \sigma(W_z x_t)$ and $\tilde h_t = g(W_h x_t)$ read $x_t$ only, never $h_{t-1}$, "
+               "so the whole chunk is computed by a parallel scan; its $h_t$ is carried from one chunk to the next "
+               "like an RNN's.")
+NO_CARRY = ("No state is carried from one chunk to the next: a Transformer has no recurrent state (no $h_t$ passed "
+            "from step to step), so every window of T characters starts from nothing, and its memory is the keys and "
+            "values of the context it attends over.")
+HIDDEN_OPTIONS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 448, 512)
+BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128)
+SEQ_OPTIONS = (4, 8, 16, 32, 64, 128, 256)
+LR_OPTIONS = (1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 1e-2, 2e-2, 5e-2, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
+              10.0, 20.0, 50.0, 100.0)
+CLIP_OPTIONS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+MAX_LR = 100.0
+SAMPLE_EVERY_OPTIONS = (10, 20, 25, 50, 100)  # all divide 100, so "Compare" finds the sample of step 100
+TYPICAL_VOCAB = 100  # for estimates before a corpus is loaded
+SHAKESPEARE_VOCAB = 65  # distinct characters of the sha256-verified Tiny Shakespeare, before it is downloaded
+REFERENCE_MATMUL_FLOPS = 130e9  # dense fp32 matmul peak of the 2-core machine the presets were tuned on
+
+SOURCES = ("Built-in", "Upload a .txt file", "Paste text")
+
+
+
+
+LINK = (LinkParam("preset", key("preset"), parse_choice(list(LIVE_PRESETS))),)
+ACTIVE_CORPUS = key("corpus")  # the Corpus the next run trains on (the last good choice)
+REVERT_BUILTIN = key("revert_builtin")  # the built-in to select again after a failed download
+UPLOAD_RESULT = key("upload_result")  # (file_id, Corpus or None, error or None) of the last upload read
+PASTE_RESULT = key("paste_result")  # (Corpus or None, error or None) of the last "Use this text"
+
+
+# --- Estimates ------------------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False, ttl=60)
+def matmul_flops() -> float:
+    """This server's dense matmul rate, measured at most once a minute (a shared, read-only number)."""
+    return measure_matmul_flops()
+
+
+def _nice(value: float) -> int:
+    """Round to 2 significant figures: 2,631 → 2,600."""
+    if value < 10:
+        return max(1, round(value))
+    scale = 10 ** (int(math.log10(value)) - 1)
+    return int(round(value / scale) * scale)
+
+
+def preset_budget(preset: Preset, vocab_size: int = TYPICAL_VOCAB) -> int:
+    """The preset's own schedule length when its learning rate decays (the decay was tuned to end there),
+    else the steps that fill its minutes on the reference 2-core CPU. Never this moment's load: a link to a
+    preset always means the same run."""
+    config = preset.config
+    if config.lr_decay_steps > 0:
+        return config.lr_decay_steps
+    speed = estimate_chars_per_second(config, vocab_size, REFERENCE_MATMUL_FLOPS)
+    steps_per_s = speed / (config.batch * config.seq_len)
+    return min(max(_nice(preset.minutes * 60 * steps_per_s), 50), 50_000)
+
+
+def sample_every_for(budget: int) -> int:
+    """About 15–30 samples per run, at a spacing that divides 100."""
+    return next((n for n in SAMPLE_EVERY_OPTIONS if budget / n <= 30), SAMPLE_EVERY_OPTIONS[-1])
+
+
+# --- Presets ----------------------------------------------------------------------------------------------
+
+
+def _nearest(options: tuple[float, ...], value: float) -> float:
+    """The option closest to value on a log scale."""
+    return min(options, key=lambda o: abs(math.log(o) - math.log(value)))
+
+
+@dataclass(frozen=True)
+class SettingField:
+    """One TrainConfig field as the page's widgets hold it: its widgets' values for a config, and its value for
+    the widgets. A new TrainConfig field the page sets is one row of ``SETTING_FIELDS`` and its widget."""
+
+    name: str  # the TrainConfig field
+    to_widgets: Callable[[TrainConfig], dict[str, object]]  # config → {widget name: value}
+    from_widgets: Callable[[Callable[[str], Any], TrainConfig], object]  # (widget value by name, base) → field
+
+
+def _plain(name: str) -> SettingField:
+    """A field one widget of the same name holds as it is."""
+    return SettingField(name, lambda c: {name: getattr(c, name)}, lambda read, base: read(name))
+
+
+def _transformer_field(name: str) -> SettingField:
+    """Heads or context: a recurrent config keeps the Transformer defaults in the widget for a later switch, and
+    the base preset's value in the config."""
+    def to_widgets(c: TrainConfig) -> dict[str, object]:
+        return {name: getattr(c if c.kind == "transformer" else TRANSFORMER_DEFAULTS.config, name)}
+
+    def from_widgets(read, base: TrainConfig) -> object:
+        if read("kind") != "transformer":
+            return getattr(base, name)
+        value = read(name)
+        return getattr(TRANSFORMER_DEFAULTS.config, name) if value is None else value
+
+    return SettingField(name, to_widgets, from_widgets)
+
+
+SETTING_FIELDS: tuple[SettingField, ...] = (
+    _plain("kind"), _plain("layers"), _plain("hidden"), _plain("optimizer"), _plain("batch"), _plain("seq_len"),
+    SettingField("embedding", lambda c: {"embedding": c.embedding},
+                 lambda read, base: True if read("kind") == "transformer" else read("embedding")),
+    SettingField("dropout", lambda c: {"dropout": c.dropout},  # one layer has nothing to drop between
+                 lambda read, base: read("dropout") if read("kind") == "transformer" or read("layers") > 1 else 0.0),
+    SettingField("lr", lambda c: {"lr": c.lr, "lr_scale": _nearest(LR_OPTIONS, c.lr)}, lambda read, base: read("lr")),
+    SettingField("clip", lambda c: {"clip_on": c.clip is not None, "clip": _nearest(CLIP_OPTIONS, c.clip or 1.0)},
+                 lambda read, base: read("clip") if read("clip_on") else None),
+    SettingField("forget_bias",
+                 lambda c: {"forget_bias_on": c.forget_bias is not None,
+                            "forget_bias": c.forget_bias if c.forget_bias is not None else 1.0},
+                 lambda read, base: read("forget_bias") if read("kind") == "lstm" and read("forget_bias_on") else None),
+    _transformer_field("n_head"), _transformer_field("block_size"),
+)  # fmt: skip
+
+
+def config_widgets(config: TrainConfig) -> dict[str, object]:
+    """Every setting widget's value (by session key) for ``config``."""
+    return {key(name): value for field in SETTING_FIELDS for name, value in field.to_widgets(config).items()}
+
+
+def config_fields(base: TrainConfig) -> dict[str, object]:
+    """The TrainConfig fields the setting widgets hold now (``base`` for what they leave to the preset)."""
+    def read(name: str) -> Any:
+        return st.session_state.get(key(name))
+
+    return {field.name: field.from_widgets(read, base) for field in SETTING_FIELDS}
+
+
+def preset_values(name: str) -> dict[str, object]:
+    """Every setting widget's value for a preset."""
+    preset = LIVE_PRESETS[name]
+    budget = preset_budget(preset)
+    return {**config_widgets(preset.config), key("source"): SOURCES[0], key("builtin"): preset.corpus,
+            key("budget"): budget, key("sample_every"): sample_every_for(budget)}
+
+
+def kind_equation(kind: str | None = None) -> str:
+    """The LaTeX of the chosen kind's update (the Kind widget's, by default), its readout and the loss."""
+    return equations.kind_equation(kind or st.session_state.get(key("kind")) or PRESETS[DEFAULT_PRESET].config.kind)
+
+
+def family(kind: str) -> str:
+    """The preset family of a kind: "transformer", "mingru", or "recurrent" (RNN, LSTM, GRU)."""
+    return kind if kind in ("transformer", "mingru") else "recurrent"
+
+
+def on_kind_change() -> None:
+    """Kind → Transformer selects the tuned Transformer preset's settings (shape, heads, context, AdamW with
+    warm-up, B, T); Kind → minGRU the minGRU preset's; back to RNN, LSTM or GRU, the default recurrent preset's,
+    with the kind chosen. The corpus stays. Each kind then starts from settings that train; any of them can be
+    changed afterwards."""
+    state = st.session_state
+    kind = state[key("kind")]
+    current = LIVE_PRESETS.get(state.get(key("preset")), PRESETS[DEFAULT_PRESET])
+    if family(kind) == family(current.config.kind):
+        return  # RNN ↔ LSTM ↔ GRU: only the kind changes
+    name = FAMILY_PRESETS[family(kind)]
+    values = preset_values(name)
+    for corpus_key in (key("source"), key("builtin")):
+        values.pop(corpus_key)
+    state[key("preset")] = name
+    state.update(values)
+    state[key("kind")] = kind
+
+
+def apply_preset() -> None:
+    """on_change of the preset box: every setting takes the preset's value."""
+    st.session_state.update(preset_values(st.session_state[key("preset")]))
+
+
+def init_settings() -> None:
+    """Once per session: the preset from the link (or the default) fills every setting."""
+    restore_from_link(PAGE, LINK)
+    if key("kind") not in st.session_state:
+        st.session_state.setdefault(key("preset"), DEFAULT_PRESET)
+        apply_preset()
+
+
+def _sync_lr_from_scale() -> None:
+    st.session_state[key("lr")] = st.session_state[key("lr_scale")]
+
+
+def _sync_scale_from_lr() -> None:
+    lr = st.session_state[key("lr")]
+    if lr is not None and 0 < lr <= MAX_LR:
+        st.session_state[key("lr_scale")] = _nearest(LR_OPTIONS, lr)
+
+
+# --- Widgets ----------------------------------------------------------------------------------------------
+
+
+def preset_for(config: TrainConfig, corpus_name: str, current: str | None) -> str | None:
+    """The preset a run's config was built from: one whose settings that have no widget (embedding width,
+    learning-rate schedule, …) equal the config's, the current one first, then one for the run's corpus."""
+    shown = {"kind", "layers", "hidden", "embedding", "dropout", "optimizer", "lr", "batch", "seq_len", "clip",
+             "forget_bias", "seed", "n_head", "block_size"}  # set by widgets (and the sidebar's seed)
+    matching = [name for name, p in LIVE_PRESETS.items()
+                if all(getattr(p.config, f.name) == getattr(config, f.name) for f in fields(TrainConfig)
+                       if f.name not in shown)]
+    ranked = sorted(matching, key=lambda name: (name != current, LIVE_PRESETS[name].corpus != corpus_name))
+    return ranked[0] if ranked else None
+
+
+def adopt_run(run: LiveRun) -> None:
+    """Set every setting widget to the values ``run`` was built with, and its corpus as the next one: a
+    session that takes up a run from its address shows that run's settings, not the defaults."""
+    config, state = run.trainer.config, st.session_state
+    preset = preset_for(config, run.corpus_name, state.get(key("preset")))
+    if preset is not None:
+        state[key("preset")] = preset
+    state.update({**config_widgets(config), key("budget"): run.settings.step_budget,
+                  key("sample_every"): run.settings.sample_every})
+    if run.settings.sample_every not in SAMPLE_EVERY_OPTIONS:
+        state[key("sample_every")] = sample_every_for(run.settings.step_budget)
+    corpus = run.trainer.corpus
+    if corpus.name in BUILTIN_CORPORA:
+        state[key("source")], state[key("builtin")] = SOURCES[0], corpus.name
+    else:  # an upload or pasted text: the run's own text stays the next run's corpus
+        state[key("source")] = SOURCES[1]
+    state[ACTIVE_CORPUS] = corpus
+
+
+def _chosen_corpus_name() -> str | None:
+    """The corpus the corpus widgets name right now (they are drawn after the preset)."""
+    state = st.session_state
+    if state.get(key("source"), SOURCES[0]) == SOURCES[0]:
+        return state.get(REVERT_BUILTIN) or state.get(key("builtin"))
+    corpus = active_corpus()
+    return corpus.name if corpus is not None else None
+
+
+def preset_note(preset: Preset, corpus_name: str | None) -> str:
+    """What the preset learns, and in how long, when it trains on its own corpus; on another corpus, that the
+    note is not about this one."""
+    if corpus_name in (None, preset.corpus):
+        return f"{preset.note} Tuned for about {preset.minutes:g} min on a 2-core CPU."
+    return (f"The {preset.name} settings, on {literal(corpus_name)} instead of {preset.corpus}: what they learn "
+            "there, and how fast, is for the run to show.")
+
+
+def preset_picker() -> Preset:
+    picker, share = st.columns([6, 1], vertical_alignment="bottom")
+    picker.selectbox("Preset", list(LIVE_PRESETS), key=key("preset"), on_change=apply_preset, **KEEP,
+                     help="Fills in every setting below: corpus, model and training. Change any of them afterwards.")
+    mirror_to_link(LINK)
+    with share:
+        share_link(LINK)
+    preset = LIVE_PRESETS[st.session_state[key("preset")]]
+    st.caption(preset_note(preset, _chosen_corpus_name()))
+    return preset
+
+
+def model_widgets() -> None:
+    st.radio("Kind", list(KIND_LABELS), format_func=KIND_LABELS.get, horizontal=True, key=key("kind"),
+             on_change=on_kind_change, **KEEP)
+    transformer = st.session_state.get(key("kind")) == "transformer"
+    st.slider("Blocks L" if transformer else "Layers", 1, MAX_LAYERS, key=key("layers"), **KEEP)
+    st.select_slider("Width C (the residual stream)" if transformer else "Hidden units H",
+                     _with(HIDDEN_OPTIONS, st.session_state.get(key("hidden"))), key=key("hidden"), **KEEP)
+    if transformer:
+        st.session_state.setdefault(key("n_head"), TRANSFORMER_DEFAULTS.config.n_head)
+        st.session_state.setdefault(key("block_size"), TRANSFORMER_DEFAULTS.config.block_size)
+        cols = st.columns(2)
+        cols[0].select_slider("Attention heads h", _with(HEAD_OPTIONS, st.session_state.get(key("n_head"))),
+                              key=key("n_head"), **KEEP, help="Each head is d = C / h wide; C must divide by h.")
+        cols[1].select_slider("Context (characters)", _with(CONTEXT_OPTIONS, st.session_state.get(key("block_size"))),
+                              key=key("block_size"), **KEEP,
+                              help="How far back one position can attend; windows of T ≤ this are trained.")
+        st.caption(NO_CARRY)
+    else:
+        st.toggle("Learned embedding", key=key("embedding"), **KEEP,
+                  help="Off feeds one-hot x_t: then W_xh x_t picks one column of W_xh, which is all an embedding "
+                       "does.")
+        if st.session_state.get(key("kind")) == "mingru":
+            st.caption(MINGRU_NOTE)
+    single = st.session_state.get(key("layers"), 1) == 1
+    if transformer:
+        st.slider("Dropout", 0.0, 0.5, step=0.05, key=key("dropout"), **KEEP,
+                  help="On attention weights, residual branches and embeddings, during training only.")
+    else:
+        st.slider("Dropout between layers", 0.0, 0.5, step=0.05, key=key("dropout"), disabled=single, **KEEP,
+                  help="Acts between stacked layers only, so it needs 2 or more layers.")
+
+
+def training_widgets() -> None:
+    st.selectbox("Optimizer", OPTIMIZERS, key=key("optimizer"), **KEEP, help="SGD uses momentum 0.9.")
+    st.select_slider("Learning rate (log scale)", LR_OPTIONS, key=key("lr_scale"), format_func=lambda v: f"{v:g}",
+                     on_change=_sync_lr_from_scale, **KEEP)
+    st.number_input("Exact learning rate", key=key("lr"), format="%g", step=None, on_change=_sync_scale_from_lr,
+                    **KEEP, help=f"Any value in (0, {MAX_LR:g}].")
+    cols = st.columns(2)
+    cols[0].select_slider("Batch B", _with(BATCH_OPTIONS, st.session_state.get(key("batch"))), key=key("batch"),
+                          **KEEP, help="Parallel streams of text per step.")
+    transformer = st.session_state.get(key("kind")) == "transformer"
+    cols[1].select_slider("Window T" if transformer else "TBPTT length T",
+                          _with(SEQ_OPTIONS, st.session_state.get(key("seq_len"))), key=key("seq_len"), **KEEP,
+                          help=("Characters per training window, at most the context." if transformer else
+                                "Characters per chunk: the gradient flows back at most T steps."))
+    st.toggle("Clip the gradient norm", key=key("clip_on"), **KEEP,
+              help="Rescale the gradient g to θ·g/‖g‖ whenever ‖g‖ > θ.")
+    st.select_slider("Clipping threshold θ", CLIP_OPTIONS, key=key("clip"), format_func=lambda v: f"{v:g}",
+                     disabled=not st.session_state.get(key("clip_on")), **KEEP)
+    if st.session_state.get(key("kind")) == "lstm":
+        st.toggle("Set the forget-gate bias b_f at init", key=key("forget_bias_on"), **KEEP,
+                  help="Off keeps torch's small random bias; a positive b_f starts with f_t near 1, remembering.")
+        st.slider("Forget-gate bias b_f", -2.0, 5.0, step=0.5, key=key("forget_bias"),
+                  disabled=not st.session_state.get(key("forget_bias_on")), **KEEP)
+    st.caption(f"Seed {seed()} (set in the sidebar): the same seed gives the same initial weights and samples.")
+
+
+def schedule_widgets(on_change) -> None:
+    """Step budget and sample spacing; ``on_change`` applies them to a live run at once."""
+    cols = st.columns(2)
+    cols[0].number_input("Step budget", key=key("budget"), step=100, on_change=on_change, **KEEP,
+                         help="Training stops after this many optimizer steps; raise it to train on.")
+    cols[1].select_slider("Sample every N steps", SAMPLE_EVERY_OPTIONS, key=key("sample_every"),
+                          on_change=on_change, **KEEP)
+
+
+def _with(options: tuple[int, ...], value) -> list[int]:
+    """The options, plus a preset's value that is not among them."""
+    return sorted(set(options) | ({value} if isinstance(value, int) else set()))
+
+
+def active_corpus() -> Corpus | None:
+    return st.session_state.get(ACTIVE_CORPUS)

@@ -1,0 +1,1 @@
+"""The Memory experiments page: the experiments and their tabs."""
