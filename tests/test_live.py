@@ -178,20 +178,28 @@ def test_a_short_chunk_still_trains_one_step(corpus):
     assert not torch.equal(before, run.trainer.model.head.weight)
 
 
-def test_a_pause_from_another_thread_waits_for_the_chunk_in_flight(corpus):
-    run = LiveRun.create(TINY, corpus, LiveSettings(step_budget=10_000, sample_every=1000, sample_length=5))
-    run.start()
+def chunk_in_flight(run: LiveRun) -> tuple[threading.Thread, threading.Event]:
+    """A script thread training a chunk under the run's lock (one that a click has told to stop, still finishing
+    it); returns once it holds the lock, with its thread and an event it sets inside the lock when done (the
+    thread itself may still be alive for a moment after it)."""
     started, done = threading.Event(), threading.Event()
 
     def chunk_in_another_thread():
-        with run.lock:  # a script thread that a click has told to stop, still finishing its chunk
+        with run.lock:
             started.set()
             run.advance(0.2)
-            done.set()  # inside the lock: the thread itself may still be alive for a moment after it
+            done.set()
 
     worker = threading.Thread(target=chunk_in_another_thread)
     worker.start()
     started.wait()
+    return worker, done
+
+
+def test_a_pause_from_another_thread_waits_for_the_chunk_in_flight(corpus):
+    run = LiveRun.create(TINY, corpus, LiveSettings(step_budget=10_000, sample_every=1000, sample_length=5))
+    run.start()
+    worker, done = chunk_in_flight(run)
     run.pause()
     assert done.is_set(), "pause waited for the chunk"
     worker.join()
@@ -253,17 +261,7 @@ def test_a_frozen_model_is_a_still_copy_shared_until_the_weights_change(corpus, 
 def test_a_frozen_model_waits_for_the_chunk_in_flight(corpus):
     run = LiveRun.create(TINY, corpus, LiveSettings(step_budget=10_000, sample_every=1000, sample_length=5))
     run.start()
-    started, done = threading.Event(), threading.Event()
-
-    def chunk_in_another_thread():
-        with run.lock:  # a script thread still finishing its chunk
-            started.set()
-            run.advance(0.2)
-            done.set()  # inside the lock: the thread itself may still be alive for a moment after it
-
-    worker = threading.Thread(target=chunk_in_another_thread)
-    worker.start()
-    started.wait()
+    worker, done = chunk_in_flight(run)
     model, step = run.frozen_model()
     assert done.is_set(), "the copy waited for the chunk"
     worker.join()

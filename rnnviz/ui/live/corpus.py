@@ -30,6 +30,7 @@ from rnnviz.ui.live.setup import (
     REVERT_BUILTIN,
     SOURCES,
     UPLOAD_RESULT,
+    InputRead,
     active_corpus,
     key,
 )
@@ -38,14 +39,14 @@ from rnnviz.ui.live.setup import (
 def _read_upload(upload) -> None:
     """Check a new upload once; a good one becomes the active corpus."""
     result = st.session_state.get(UPLOAD_RESULT)
-    if result is not None and result[0] == upload.file_id:
+    if result is not None and result.file_id == upload.file_id:
         return
     try:
         corpus = corpus_from_user_text(upload.getvalue(), name=upload.name, max_bytes=MAX_CORPUS_BYTES)
-        st.session_state[UPLOAD_RESULT] = (upload.file_id, corpus, None)
+        st.session_state[UPLOAD_RESULT] = InputRead(upload.file_id)
         st.session_state[ACTIVE_CORPUS] = corpus
     except CorpusError as err:
-        st.session_state[UPLOAD_RESULT] = (upload.file_id, None, str(err))
+        st.session_state[UPLOAD_RESULT] = InputRead(upload.file_id, str(err))
 
 
 def _use_pasted_text() -> None:
@@ -53,10 +54,10 @@ def _use_pasted_text() -> None:
     text = st.session_state.get(key("paste"), "")
     try:
         corpus = corpus_from_user_text(text, name="pasted text", max_bytes=MAX_CORPUS_BYTES)
-        st.session_state[PASTE_RESULT] = (corpus, None)
+        st.session_state[PASTE_RESULT] = InputRead(None)
         st.session_state[ACTIVE_CORPUS] = corpus
     except CorpusError as err:
-        st.session_state[PASTE_RESULT] = (None, str(err))
+        st.session_state[PASTE_RESULT] = InputRead(None, str(err))
 
 
 def corpus_picker() -> str | None:
@@ -88,7 +89,7 @@ def corpus_picker() -> str | None:
                                   help=f"Up to {MAX_CORPUS_BYTES / 1e6:g} MB, at least 100 characters.")
         if upload is not None:
             _read_upload(upload)
-            _, _, error = st.session_state[UPLOAD_RESULT]
+            error = st.session_state[UPLOAD_RESULT].error
             if error:
                 _corpus_error(error)
     else:
@@ -96,8 +97,8 @@ def corpus_picker() -> str | None:
                      placeholder="At least 100 characters of any UTF-8 text.")
         st.button("Use this text", key=key("use_paste"), on_click=_use_pasted_text)
         result = st.session_state.get(PASTE_RESULT)
-        if result is not None and result[1]:
-            _corpus_error(result[1])
+        if result is not None and result.error:
+            _corpus_error(result.error)
     return pending_download
 
 

@@ -31,7 +31,7 @@ from rnnviz.ui.kit.corpora import builtin_corpus, needs_download
 from rnnviz.ui.kit.models import UPLOADED_KEY, ModelSource, model_sources, settled
 from rnnviz.ui.kit.widgets import literal, seed
 from rnnviz.ui.live.run import current_run
-from rnnviz.ui.live.setup import key
+from rnnviz.ui.live.setup import InputRead, key
 
 KEEP = dict(persist_state="session")
 STRATEGY_LABELS = {"greedy": "Greedy", "temperature": "Temperature", "beam": "Beam search"}
@@ -40,10 +40,10 @@ SIDE_BY_SIDE_LENGTH = 150  # characters each
 TOP_NEXT = 10
 PASSAGE_CHARS, PREFIX_CHARS = 240, 80  # exposure bias: a held-out passage and the prefix both runs read
 PINNED = key("pinned")  # the Pinned weights the shown samples were drawn from
-CHECKPOINT_RESULT = key("checkpoint_result")  # (file_id, error or None) of the last checkpoint upload
+CHECKPOINT_RESULT = key("checkpoint_result")  # the InputRead of the last checkpoint upload
 SOURCES_SEEN = key("sources_seen")  # the model sources offered last time
 LABEL_SHOWN = key("model_label")  # (source key, label) the model box showed last
-PRIME_DEFAULT = key("prime_default")  # (source key, the prime it was given by default)
+PRIME_DEFAULT = key("prime_default")  # {"source": source key, "prime": the prime it was given by default}
 
 
 def memo(name: str, memo_key: Hashable, compute: Callable[[], Any], shared: bool = False) -> Any:
@@ -147,13 +147,13 @@ def _default_prime(source: ModelSource) -> None:
     start empty. Applied when the model changes, unless a prime of one's own was typed."""
     state = st.session_state
     held = state.get(PRIME_DEFAULT)
-    if held is not None and held[0] == source.key:
+    if held is not None and held["source"] == source.key:
         return
     training = memorised_text(source)
     default = training[0] if training else ""
-    if state.get(key("prime"), "") in ("", held[1] if held else ""):
+    if state.get(key("prime"), "") in ("", held["prime"] if held else ""):
         state[key("prime")] = default
-    state[PRIME_DEFAULT] = (source.key, default)
+    state[PRIME_DEFAULT] = {"source": source.key, "prime": default}
 
 
 def sample_request(source: ModelSource) -> SampleRequest | None:
@@ -278,15 +278,15 @@ def checkpoint_upload() -> None:
     upload = st.file_uploader("Upload a checkpoint (.pt)", type=["pt"], key=key("checkpoint"))
     if upload is not None:
         result = st.session_state.get(CHECKPOINT_RESULT)
-        if result is None or result[0] != upload.file_id:
+        if result is None or result.file_id != upload.file_id:
             try:
                 st.session_state[UPLOADED_KEY] = load_checkpoint(upload.getvalue())
-                result = (upload.file_id, None)
+                result = InputRead(upload.file_id)
             except CheckpointError as err:
-                result = (upload.file_id, str(err))
+                result = InputRead(upload.file_id, str(err))
             st.session_state[CHECKPOINT_RESULT] = result
-        if result[1]:
-            st.error(f"This checkpoint was not loaded: {literal(result[1])}", icon=":material/error:")
+        if result.error:
+            st.error(f"This checkpoint was not loaded: {literal(result.error)}", icon=":material/error:")
     loaded = st.session_state.get(UPLOADED_KEY)
     if loaded is not None:
         config = loaded.config

@@ -78,8 +78,16 @@ SOURCES = ("Built-in", "Upload a .txt file", "Paste text")
 LINK = (LinkParam("preset", key("preset"), parse_choice(list(LIVE_PRESETS))),)
 ACTIVE_CORPUS = key("corpus")  # the Corpus the next run trains on (the last good choice)
 REVERT_BUILTIN = key("revert_builtin")  # the built-in to select again after a failed download
-UPLOAD_RESULT = key("upload_result")  # (file_id, Corpus or None, error or None) of the last upload read
-PASTE_RESULT = key("paste_result")  # (Corpus or None, error or None) of the last "Use this text"
+UPLOAD_RESULT = key("upload_result")  # the InputRead of the last upload read
+PASTE_RESULT = key("paste_result")  # the InputRead of the last "Use this text"
+
+
+@dataclass(frozen=True)
+class InputRead:
+    """What reading a user's file or pasted text gave: which file (None for pasted text), and why it was refused."""
+
+    file_id: str | None
+    error: str | None = None
 
 
 # --- Estimates ------------------------------------------------------------------------------------------
