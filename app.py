@@ -9,7 +9,7 @@ import pandas  # noqa: F401
 import streamlit as st
 
 from rnnviz.core.runtime import configure_cpu
-from rnnviz.ui.app.navigation import build_navigation, render_sidebar
+from rnnviz.ui.app.navigation import build_navigation, course_footer, render_sidebar
 from rnnviz.ui.app.sessions import reap_expired_sessions
 from rnnviz.ui.app.warmup import warm_up_once
 
@@ -23,3 +23,4 @@ reap_expired_sessions()
 page = build_navigation()
 render_sidebar()
 page.run()
+course_footer(page.title)  # after the page: a page that stops early (st.stop) ends without it

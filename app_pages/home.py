@@ -1,10 +1,11 @@
-"""Home: the five shapes a sequence problem can take, with links to the pages that use each."""
+"""Home: the five shapes a sequence problem can take, with links to the pages that use each, and the course path
+through the pages in the chapter's order."""
 
 import streamlit as st
 
 from rnnviz.figures.shapes import five_shapes_figure
 from rnnviz.lessons.shapes import SHAPES
-from rnnviz.ui.app.registry import page_by_url
+from rnnviz.ui.app.registry import COURSE, page_by_url
 from rnnviz.ui.kit.cache import shared_figure
 from rnnviz.ui.kit.widgets import page_header, plot
 
@@ -25,3 +26,11 @@ for shape in SHAPES:
             cols = st.columns(len(linked))
             for col, spec in zip(cols, linked):
                 col.page_link(spec.path, label=spec.title, icon=spec.icon)
+
+st.header("The course, in the chapter's order")
+st.caption("Each page ends with a link to the next one.")
+for spec in COURSE[1:]:  # this page is the first step
+    chapter, link, summary = st.columns([1, 4, 6], vertical_alignment="center")
+    chapter.markdown(f"**{spec.chapter}**")
+    link.page_link(spec.path, label=spec.title, icon=spec.icon)
+    summary.markdown(spec.summary)

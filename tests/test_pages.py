@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from rnnviz.lessons.shapes import SHAPES
-from rnnviz.ui.app.registry import PAGES, page_by_url
+from rnnviz.ui.app.registry import COURSE, GROUPS, PAGES, course_neighbours, page_by_url
 from tests.apptest_helpers import ROOT, open_page
 from tests.figure_helpers import figure
 
@@ -15,6 +15,12 @@ def test_page_renders_without_exception(spec):
     at = open_page(spec.path)
     assert not at.exception, [e.value for e in at.exception]
     assert [t.value for t in at.title] == [spec.title]
+    # the page ends with the course path's Previous and Next (none off the path)
+    previous, following = course_neighbours(spec)
+    footer = {link.proto.label.split(":")[0]: link.proto.page for link in at.get("page_link")
+              if link.proto.label.startswith(("Previous:", "Next:"))}
+    assert footer == {**({"Previous": previous.address} if previous else {}),
+                      **({"Next": following.address} if following else {})}
 
 
 def test_registry_lists_each_page_file_once():
@@ -54,7 +60,7 @@ def test_home_page_draws_the_five_shapes_and_links_their_pages():
     titles = [a["text"] for a in spec["layout"]["annotations"] if a.get("text")]
     assert titles == [s.name for s in SHAPES]
     # Each shape's box: its name, and links that open the pages it names.
-    boxes = [b for b in at.main.children.values() if b.type == "flex_container"]
+    boxes = [b for b in at.main.children.values() if b.type == "flex_container"][:len(SHAPES)]  # the course after
     assert len(boxes) == len(SHAPES)
     registered = at._registered_pages  # page hash → the script st.navigation runs for it
     for box, shape in zip(boxes, SHAPES):
@@ -66,3 +72,25 @@ def test_home_page_draws_the_five_shapes_and_links_their_pages():
             assert target["url_pathname"] == url
             assert Path(target["script_path"]) == ROOT / page_by_url(url).path
             assert link.label == page_by_url(url).title
+
+
+def test_the_course_path_follows_the_chapter_and_the_navigation_groups_follow_it():
+    chapters = [p.chapter for p in COURSE]
+    assert chapters == ["8.1", "8.2–8.3", "8.4", "8.5", "8.6", "8.7", "8.8", "8.9", "8.10", "8.11", "8.12", "Beyond"]
+    assert [p.url_path for p in COURSE] == [
+        "home", "hand-built-rnn", "unrolling-bptt", "truncated-bptt", "char-model-training", "hidden-cell-explorer",
+        "image-captioning", "stacked-rnns", "gradient-decay", "lstm-gates", "hidden-state", "memory-experiments"]
+    assert all(p.summary for p in COURSE)
+    # each group is one stretch of the path, in its order; what is off the path comes last
+    walked = [p.group for p in PAGES]
+    assert list(dict.fromkeys(walked)) == list(GROUPS) and walked == sorted(walked, key=list(GROUPS).index)
+    assert all(p.on_course for p in PAGES[:len(COURSE)])
+
+
+def test_home_lists_the_course_and_every_step_links_its_page():
+    at = open_page("app_pages/home.py")
+    text = " ".join(m.value for m in at.markdown)
+    links = {link.proto.page for link in at.get("page_link")}
+    for spec in COURSE[1:]:
+        assert spec.chapter in text and spec.summary in text
+        assert spec.url_path in links

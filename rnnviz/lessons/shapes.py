@@ -25,7 +25,7 @@ SHAPES: tuple[ProblemShape, ...] = (
     ProblemShape(
         "one-to-many", 4, (0,), (0, 1, 2, 3),
         "One input unrolls into a sequence, as in image captioning: an image vector in, a sentence out.",
-        ("unrolling-bptt", "memory-experiments"),
+        ("unrolling-bptt", "image-captioning", "memory-experiments"),
     ),
     ProblemShape(
         "many-to-one", 4, (0, 1, 2, 3), (3,),

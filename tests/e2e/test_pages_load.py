@@ -1,8 +1,9 @@
-"""Every registered page loads in a real browser with no exception, shows its title, and is screenshotted."""
+"""Every registered page loads in a real browser with no exception, shows its title, and is screenshotted; its
+"Next" link opens the next step of the course path (so that, over the pages, the whole path is walked)."""
 
 import pytest
 
-from rnnviz.ui.app.registry import PAGES
+from rnnviz.ui.app.registry import PAGES, course_neighbours
 from tests.e2e.harness import open_app_page, screenshot
 
 
@@ -15,3 +16,8 @@ def test_page_loads_in_browser(page, base_url, spec):
     # app.py ran around the page: the shared sidebar is there, whichever page a fresh server served first.
     assert page.locator("[data-testid='stSidebar']").get_by_text("Seed").is_visible()
     screenshot(page, spec.url_path)
+    _, following = course_neighbours(spec)
+    if following is not None:
+        page.locator("[data-testid='stMain'] a").filter(has_text="Next:").filter(has_text=following.title).click()
+        page.get_by_role("heading", name=following.title, level=1).wait_for(timeout=90_000)
+        assert page.locator("[data-testid='stException']").count() == 0

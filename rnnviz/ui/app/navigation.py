@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rnnviz.ui.app.registry import GROUPS, PAGES
+from rnnviz.ui.app.registry import GROUPS, PAGES, PageSpec, course_neighbours, page_by_title
 
 SEED_KEY = "seed"  # the sidebar's seed, read by every page through kit.widgets.seed
 
@@ -24,7 +24,27 @@ def build_navigation():
         ]
         for group in GROUPS
     }
-    return st.navigation(sections)
+    return st.navigation(sections, expanded=True)  # every page shows: no "View N more" fold
+
+
+def course_footer(title: str) -> None:
+    """"Previous" and "Next" on the course path, at the end of the page called ``title``."""
+    spec = page_by_title(title)
+    if spec is None:
+        return
+    previous, following = course_neighbours(spec)
+    if previous is None and following is None:
+        return
+    st.divider()
+    left, right = st.columns(2)
+    if previous is not None:
+        left.page_link(previous.path, label=f"Previous: {_step_name(previous)}", icon=":material/arrow_back:")
+    if following is not None:
+        right.page_link(following.path, label=f"Next: {_step_name(following)}", icon=":material/arrow_forward:")
+
+
+def _step_name(spec: PageSpec) -> str:
+    return spec.title if spec.chapter == "Beyond" else f"{spec.chapter} {spec.title}"
 
 
 def render_sidebar() -> None:
