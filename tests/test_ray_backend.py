@@ -170,7 +170,9 @@ def test_a_sigkilled_worker_restarts_by_itself_from_the_checkpoint(tmp_path, cor
 
 
 def test_the_token_finds_the_actor_again_from_another_replica(tmp_path, corpus):
-    from rnnviz.charlm.ray_backend import connect, find_run
+    import gc
+
+    from rnnviz.charlm.ray_backend import NAMESPACE, connect, find_run
 
     local_cluster()
     connection = connect(setting(tmp_path))
@@ -178,13 +180,27 @@ def test_the_token_finds_the_actor_again_from_another_replica(tmp_path, corpus):
     run.start()
     tick_until([run], lambda: run.step >= 20 and len(run.samples) >= 1, "20 steps")
     assert find_run(secrets.token_urlsafe(32), connection) is None  # another token finds nothing
-    found = find_run(run.token, connection)  # what a replica that holds only the address rebuilds
-    assert found is not None and found is not run and found.token == run.token
-    assert found.step >= run.step and found.corpus_name == "docs" and found.samples[0].step == 0
-    at = found.step
-    tick_until([found], lambda: found.step > at + 5, "the found run to train on")
-    assert found.status == Status.RUNNING
-    found.release()
+
+    def reattach_train_and_let_go() -> tuple[str, str, int]:
+        """Another replica's tab: it finds the run by its token, trains it on, and its session ends."""
+        found = find_run(run.token, connection)  # what a replica that holds only the address rebuilds
+        assert found is not None and found is not run and found.token == run.token
+        assert found.step >= run.step and found.corpus_name == "docs" and found.samples[0].step == 0
+        at = found.step
+        tick_until([found], lambda: found.step > at + 5, "the found run to train on")
+        assert found.status == Status.RUNNING
+        tick_until([found], lambda: os.path.exists(found.remote.checkpoint_path), "a checkpoint on disk")
+        return found.remote.name, found.remote.checkpoint_path, at
+
+    # That replica only mirrored the run: when its copy goes, the actor and the checkpoint stay for the replica
+    # that owns the run. (It used to kill the one and delete the other.)
+    name, path, at = reattach_train_and_let_go()
+    gc.collect()
+    assert os.path.exists(path)
+    actor = ray.get_actor(name, namespace=NAMESPACE)
+    assert ray.get(actor.info.remote(), timeout=30)["step"] >= at + 5
+    run.release()  # Reset by the owner frees both
+    assert not os.path.exists(path)
 
 
 def test_the_actor_of_a_run_whose_session_ended_is_killed(tmp_path, corpus):

@@ -27,6 +27,7 @@ No streamlit here.
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import logging
 import socket
@@ -432,7 +433,7 @@ class RayRun:
     Invariant: while no actor exists, the LiveRun's trainer holds the exact training state, so a new actor
     starts from it (Start after Pause, or after a loss once ``restore`` put the checkpoint back)."""
 
-    def __init__(self, run: LiveRun, connection: RayConnection, run_id: str | None = None):
+    def __init__(self, run: LiveRun, connection: RayConnection, run_id: str | None = None, owner: bool = True):
         self.connection = connection
         self.run_id = run_id or run_id_for(run.token)
         self.name = f"run-{self.run_id}"
@@ -451,8 +452,13 @@ class RayRun:
         self.node: str | None = None
         self.lost_at: int | None = None  # the step shown when the worker died
         self.recover_since = 0.0
-        self._finalizer = weakref.finalize(run, _kill_quietly, self.name, self.run_id, connection.queue,
-                                           self.checkpoint_path)
+        free_everything = (_kill_quietly, self.name, self.run_id, connection.queue, self.checkpoint_path)
+        self._finalizer = weakref.finalize(run, *free_everything)
+        if not owner:
+            # A replica that only reattached the run (find_run) mirrors it: when its session ends, the actor the
+            # owner trains on and the checkpoint it resumes from must stay. Reset in its tab still frees them.
+            self._finalizer.detach()
+            self._finalizer = functools.partial(*free_everything)
         run.trainer.state_dict = self._exact_state_dict(run.trainer.state_dict)
 
     def _exact_state_dict(self, here):
@@ -558,8 +564,9 @@ class RayRun:
             self.actor.retune.remote(lr, clip)
 
     def release(self) -> None:
+        """Reset: the actor killed and the checkpoint file removed, whichever replica the tab is on."""
         self._free()
-        self._finalizer()  # also removes the checkpoint file
+        self._finalizer()
 
     # -- inside ------------------------------------------------------------------------------------------------------
 
@@ -737,7 +744,7 @@ def find_run(token: str, connection: RayConnection) -> LiveRun | None:
     run.snapshots = [(s, w) for s, w in light["snapshots"] if w is not None] or run.snapshots
     run.elapsed = light["elapsed"]
     run.token = token
-    remote = RayRun(run, connection, run_id)
+    remote = RayRun(run, connection, run_id, owner=False)
     remote.actor, remote.exact_state = actor, state
     remote.ready_ref = actor.info.remote()
     run.remote = remote
