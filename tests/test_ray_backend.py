@@ -203,6 +203,45 @@ def test_the_token_finds_the_actor_again_from_another_replica(tmp_path, corpus):
     assert not os.path.exists(path)
 
 
+def test_a_mirror_of_a_run_nobody_trains_frees_the_orphan_actor_and_keeps_its_checkpoint(tmp_path, corpus,
+                                                                                        monkeypatch):
+    """After a replica restarts, its runs' actors have no owner: a tab that reattached one and then left frees
+    the actor (and its CPU) once nobody trains it, and the checkpoint stays on disk."""
+    import gc
+
+    from rnnviz.charlm import ray_backend
+    from rnnviz.charlm.ray_backend import NAMESPACE, connect, find_run
+
+    monkeypatch.setattr(ray_backend, "MIRROR_IDLE_S", 0.5)
+    local_cluster()
+    connection = connect(setting(tmp_path))
+    run = ray_run(corpus, connection)
+    run.start()
+    tick_until([run], lambda: os.path.exists(run.remote.checkpoint_path), "a checkpoint on disk")
+    name, path = run.remote.name, run.remote.checkpoint_path
+    run.remote._finalizer.detach()  # the replica that started it is gone: its copy stops asking, frees nothing
+
+    def reattach_and_leave() -> None:
+        assert find_run(run.token, connection) is not None  # another replica's tab finds it, then its session ends
+
+    actor = ray.get_actor(name, namespace=NAMESPACE)
+    deadline = time.monotonic() + 60
+    while ray.get(actor.info.remote(), timeout=30)["idle_s"] < 0.5:  # the owner's last chunks have run
+        assert time.monotonic() < deadline, "the actor kept training with nobody asking"
+        time.sleep(0.1)
+    reattach_and_leave()
+    gc.collect()
+    while True:
+        try:
+            ray.get_actor(name, namespace=NAMESPACE)
+        except ValueError:
+            break  # freed
+        assert time.monotonic() < deadline, "the orphan actor outlived the last mirror of its run"
+        time.sleep(0.2)
+    assert os.path.exists(path)  # the run's state stays on disk
+    os.unlink(path)
+
+
 def test_the_actor_of_a_run_whose_session_ended_is_killed(tmp_path, corpus):
     import gc
 

@@ -53,6 +53,7 @@ QUEUE_NAME = "rnnviz-queue"
 IN_FLIGHT = 2  # chunks queued on an actor: it starts the next while the page fetches the last
 QUEUE_LEASE_S = 30.0  # a waiting run that stops asking for its place leaves the queue
 STOP_TIMEOUT_S = 60.0  # Pause waits this long at most for the chunks in flight
+MIRROR_IDLE_S = 60.0  # a run nobody has trained for this long when a replica's mirror of it goes is an orphan
 RESTART_WAIT_S = 120.0  # a worker that Ray restarts must answer within this, or the run counts as lost
 CONNECT_TIMEOUT_S = 3.0  # a cluster address that does not accept a TCP connection in this time is unreachable
 
@@ -304,6 +305,7 @@ class TrainerActor:
         self.run.snapshots = [(s, None) for s in snapshot_steps if s <= step] or [(step, None)]
         self.run.snapshot_every = snapshot_every or spec.settings.snapshot_every
         self.run.start()
+        self.last_chunk_at = time.monotonic()
 
     # -- the page's calls -------------------------------------------------------------------------------------
 
@@ -313,10 +315,12 @@ class TrainerActor:
 
         context = ray.get_runtime_context()
         return {"step": self.run.step, "resumed_from": self.resumed_from, "pid": _pid(),
-                "node": context.get_node_id(), "checkpoint_step": self.checkpoint_step}
+                "node": context.get_node_id(), "checkpoint_step": self.checkpoint_step,
+                "idle_s": time.monotonic() - self.last_chunk_at}
 
     def chunk(self, max_seconds: float) -> ChunkResult:
         """Train about ``max_seconds`` with the run's schedule; what changed."""
+        self.last_chunk_at = time.monotonic()
         run, trainer = self.run, self.run.trainer
         if not run.is_active:
             return self._result([], len(trainer.evals), len(run.samples), {s for s, _ in run.snapshots}, 0.0)
@@ -427,6 +431,29 @@ def _kill_quietly(name: str, run_id: str, queue, path: str | None) -> None:
         _LOGGER.debug("could not free Ray run %s", name, exc_info=True)
 
 
+def _let_go_of_a_mirror(name: str, run_id: str, queue, idle_limit_s: float) -> None:
+    """A replica's mirror of a run it only reattached goes (a finalizer: must never raise). The actor stays while
+    anyone else trains it (its owner replica); an actor nobody has trained for ``idle_limit_s`` is an orphan (its
+    owner replica restarted or stopped) and is freed, so that it gives its CPU back. The checkpoint stays."""
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return
+        try:
+            actor = ray.get_actor(name, namespace=NAMESPACE)
+            idle_s = ray.get(actor.info.remote(), timeout=10)["idle_s"]
+        except (ValueError, ray.exceptions.RayError):
+            return  # no such actor any more, or it does not answer: nothing to free here
+        if idle_s >= idle_limit_s:
+            ray.kill(actor, no_restart=True)
+            _wait_until_gone(actor)
+            if queue is not None:
+                queue.leave.remote(run_id)
+    except Exception:  # during interpreter shutdown, or a cluster gone
+        _LOGGER.debug("could not let go of the mirror of %s", name, exc_info=True)
+
+
 class RayRun:
     """Trains one LiveRun on a Ray actor (a RemoteTraining of rnnviz.charlm.backend); the LiveRun is the mirror.
 
@@ -453,11 +480,12 @@ class RayRun:
         self.lost_at: int | None = None  # the step shown when the worker died
         self.recover_since = 0.0
         free_everything = (_kill_quietly, self.name, self.run_id, connection.queue, self.checkpoint_path)
-        self._finalizer = weakref.finalize(run, *free_everything)
-        if not owner:
+        if owner:
+            self._finalizer = weakref.finalize(run, *free_everything)
+        else:
             # A replica that only reattached the run (find_run) mirrors it: when its session ends, the actor the
             # owner trains on and the checkpoint it resumes from must stay. Reset in its tab still frees them.
-            self._finalizer.detach()
+            weakref.finalize(run, _let_go_of_a_mirror, self.name, self.run_id, connection.queue, MIRROR_IDLE_S)
             self._finalizer = functools.partial(*free_everything)
         run.trainer.state_dict = self._exact_state_dict(run.trainer.state_dict)
 
