@@ -391,3 +391,15 @@ def test_the_status_page_says_an_unreachable_cluster_and_the_live_page_trains_he
     run = at.session_state[LIVE_RUN_KEY]
     assert not at.exception and run.remote is None and run.step > 0
     ray_connection.clear()
+
+
+def test_the_status_banner_counts_the_cpus_the_cluster_has_now(tmp_path):
+    """A node lost after the connection was made: the banner says the CPUs left, not those at connect time."""
+    from rnnviz.charlm.ray_backend import RayConnection
+
+    connection = RayConnection(setting(tmp_path), True, "Training runs on the Ray cluster at h:6379: 2 CPUs, one per "
+                               "training session.", where="the Ray cluster at h:6379")
+    assert connection.banner({"cpus": 1.0, "free": 0.0, "nodes": 1, "waiting": 0}) == (
+        "Training runs on the Ray cluster at h:6379: 1 CPU, one per training session.")
+    assert "3 CPUs" in connection.banner({"cpus": 3.0, "free": 3.0, "nodes": 2, "waiting": 0})
+    assert connection.banner({"error": "ConnectionError: gone"}) == connection.message

@@ -70,6 +70,15 @@ class RayConnection:
     message: str
     queue: object = None  # the RunQueue actor handle
     started_at: float = field(default_factory=time.time)
+    where: str = ""  # "the Ray cluster at HOST:PORT", or "a private Ray inside this server"
+
+    def banner(self, cluster: dict) -> str:
+        """Where training runs and on how many CPUs, from ``cluster()`` as it is now (a node may have joined or been
+        lost since the connection was made)."""
+        if not self.ok or "cpus" not in cluster:
+            return self.message
+        cpus = cluster["cpus"]
+        return f"Training runs on {self.where}: {cpus:g} CPU{'' if cpus == 1 else 's'}, one per training session."
 
     def cluster(self) -> dict:
         """CPUs in all and free, live nodes and runs waiting (the Server status page); {} when not connected."""
@@ -169,7 +178,7 @@ def _connect(setting: BackendSetting) -> RayConnection:
     cpus = ray.cluster_resources().get("CPU", 0)
     where = "a private Ray inside this server" if address == "local" else f"the Ray cluster at {address}"
     return RayConnection(setting, True, f"Training runs on {where}: {cpus:g} CPUs, one per training session.",
-                         queue)
+                         queue, where=where)
 
 
 def _init_in_a_lasting_thread(**options) -> None:

@@ -49,7 +49,7 @@ def backend_panel(cluster: dict | None) -> None:
         st.error(f"The Ray cluster at {setting.address} stopped answering. Runs that trained there say what they "
                  "lost on their page; new runs wait until it answers again.", icon=":material/cloud_off:")
         return
-    st.success(connection.message, icon=":material/hub:")
+    st.success(connection.banner(cluster), icon=":material/hub:")  # the CPUs as they are now, not at connect time
     cols = st.columns(3)
     cols[0].metric("Nodes", cluster["nodes"], help="Live nodes of the Ray cluster.")
     cols[1].metric("Checkpoint every", f"{setting.checkpoint_every:,} steps",
