@@ -25,7 +25,8 @@ SECTIONS = {  # ?section= → (the picker's label, the bold title that opens the
 }
 LOWEST_ELEMENT = """() => Math.max(...[...document.querySelectorAll(
     "[data-testid='stMainBlockContainer'] [data-testid='stElementContainer']")]
-    .filter(e => e.offsetParent !== null).map(e => e.getBoundingClientRect().bottom))"""
+    .filter(e => e.offsetParent !== null && !e.closest('.st-key-course_footer'))  // the lesson, not the Next link
+    .map(e => e.getBoundingClientRect().bottom))"""
 
 
 def no_exception(page) -> bool:

@@ -7,6 +7,7 @@ import streamlit as st
 from rnnviz.ui.app.registry import GROUPS, PAGES, PageSpec, course_neighbours, page_by_title
 
 SEED_KEY = "seed"  # the sidebar's seed, read by every page through kit.widgets.seed
+COURSE_FOOTER = "course_footer"  # the container of Previous and Next (its CSS class: st-key-course_footer)
 
 ABOUT = (
     "**rnnviz** is an interactive lab for recurrent neural networks. Every number and figure is computed "
@@ -35,12 +36,14 @@ def course_footer(title: str) -> None:
     previous, following = course_neighbours(spec)
     if previous is None and following is None:
         return
-    st.divider()
-    left, right = st.columns(2)
-    if previous is not None:
-        left.page_link(previous.path, label=f"Previous: {_step_name(previous)}", icon=":material/arrow_back:")
-    if following is not None:
-        right.page_link(following.path, label=f"Next: {_step_name(following)}", icon=":material/arrow_forward:")
+    with st.container(key=COURSE_FOOTER):  # below the lesson: a page's first screen is measured without it
+        st.divider()
+        left, right = st.columns(2)
+        if previous is not None:
+            left.page_link(previous.path, label=f"Previous: {_step_name(previous)}", icon=":material/arrow_back:")
+        if following is not None:
+            right.page_link(following.path, label=f"Next: {_step_name(following)}",
+                            icon=":material/arrow_forward:")
 
 
 def _step_name(spec: PageSpec) -> str:
