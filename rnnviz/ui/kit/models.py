@@ -30,7 +30,7 @@ CODE_CORPORA = ("python-stdlib",)
 class ModelSource:
     """One model a page can inspect."""
 
-    key: str  # stable id: "live", "uploaded" or "pretrained:<file stem>"
+    key: str  # stable id: "live", "uploaded", "pretrained:<file stem>" or "race:<contender>"
     label: str  # shown in a select box
     model: CharModel
     vocab: Vocab
