@@ -11,7 +11,7 @@ from rnnviz.core.runtime import physical_cores, process_memory_bytes
 from rnnviz.ui.app.server import LEASE_SECONDS, training_slots
 from rnnviz.ui.app.sessions import collect_garbage, reap_expired_sessions
 from rnnviz.ui.kit.widgets import page_header
-from rnnviz.ui.server_status import backend_panel, cluster_numbers, training_metrics
+from rnnviz.ui.server_status import backend_panel, cluster_numbers, saved_runs_panel, training_metrics
 
 page_header(
     "server-status",
@@ -35,6 +35,7 @@ cols[3].metric("Process memory", f"{memory / 2**20:,.0f} MB" if memory else "—
                help="Resident memory of this server process.")
 
 backend_panel(cluster)
+saved_runs_panel()
 
 st.subheader("Limits")
 st.table([

@@ -37,6 +37,7 @@ BENCHMARKS = [
     "time_to_words",
     "hidden_state_page",
     "sample_speed",
+    "run_save",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

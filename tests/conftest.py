@@ -4,10 +4,12 @@ every browser test (and a plain Chromium for the rare test that needs a context 
 The browser fixtures live here, not in tests/e2e, because Playwright's sync API runs one event loop per
 process: tests/e2e and tests/load must share one session-wide Playwright driver."""
 
+import atexit
 import functools
 import http.server
 import os
 import shutil
+import tempfile
 import threading
 from pathlib import Path
 
@@ -22,6 +24,12 @@ _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
     os.environ.setdefault("RNNVIZ_THREADS", str(max(1, physical_cores() // _WORKERS)))
 configure_cpu()
+
+# Live runs are saved to disk as they train (rnnviz.charlm.durable): the tests' runs, and those of the servers they
+# start, go to a folder of this test process, never to the user's own state folder.
+if not os.environ.get("RNNVIZ_RUN_DIR"):
+    os.environ["RNNVIZ_RUN_DIR"] = tempfile.mkdtemp(prefix="rnnviz-test-runs-")
+    atexit.register(shutil.rmtree, os.environ["RNNVIZ_RUN_DIR"], True)
 
 
 def _scan_component_manifests_once() -> None:

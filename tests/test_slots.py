@@ -65,3 +65,28 @@ def test_never_more_holders_than_capacity_under_threads():
     for t in threads:
         t.join()
     assert granted and max(granted) <= 2
+
+
+def test_an_owner_known_to_be_gone_frees_its_slot_at_once_not_after_its_lease():
+    clock, gone = FakeClock(), set()
+    slots = TrainingSlots(1, lease_seconds=20, clock=clock, present=lambda owner: owner not in gone)
+    assert slots.acquire("a") and not slots.acquire("b") and not slots.acquire("c")
+    gone.add("a")  # a's tab closed; no time passes
+    assert slots.acquire("b") and slots.busy == 1 and slots.queue_position("c") == 1
+    gone.add("c")  # a waiter that left gives up its place too
+    assert slots.waiting == 0
+
+
+def test_the_run_registry_tells_whether_a_run_s_tab_is_connected():
+    from rnnviz.charlm.corpus import load_builtin
+    from rnnviz.charlm.live import LiveRun, RunRegistry
+    from rnnviz.charlm.train import TrainConfig
+
+    registry = RunRegistry()
+    run = LiveRun.create(TrainConfig(hidden=4, embed_dim=2, batch=1, seq_len=2, device="cpu"), load_builtin("hello"))
+    token = registry.register(run, "tab-1")
+    registry.attach(token, "tab-2", alive=lambda session: True)
+    assert registry.held_by(token, connected=lambda session: session == "tab-2") is True  # one tab still open
+    assert registry.held_by(token, connected=lambda session: False) is False  # every tab closed
+    assert registry.held_by("a token nobody made", connected=lambda session: False) is None
+    assert registry.held_by(("not", "a token"), connected=lambda session: False) is None

@@ -21,7 +21,7 @@ from typing import Protocol
 from rnnviz.charlm.train import StepRecord
 
 ADDRESS_ENV = "RNNVIZ_RAY_ADDRESS"  # "local", "auto" or HOST:6379; unset or "" trains in this process
-CHECKPOINT_DIR_ENV = "RNNVIZ_CHECKPOINT_DIR"  # where actors write checkpoints; every node must see the same folder
+CHECKPOINT_DIR_ENV = "RNNVIZ_CHECKPOINT_DIR"  # actors' checkpoints (default: ray/ in the run folder), seen by all nodes
 CHECKPOINT_EVERY_ENV = "RNNVIZ_CHECKPOINT_EVERY"  # optimizer steps between an actor's checkpoints
 MAX_RESTARTS_ENV = "RNNVIZ_RAY_MAX_RESTARTS"  # times Ray restarts a dead actor by itself (from its checkpoint)
 SETTINGS_FILE = Path(".streamlit") / "rnnviz.toml"  # [rnnviz] ray_address = "…", checkpoint_dir = "…"
@@ -60,8 +60,11 @@ def backend_setting(environ: dict | None = None, settings_file: Path = SETTINGS_
     address, source = environ.get(ADDRESS_ENV, "").strip(), f"${ADDRESS_ENV}"
     if not address and file.get("ray_address"):
         address, source = str(file["ray_address"]).strip(), f"ray_address in {settings_file}"
+    from rnnviz.charlm.durable import store_setting  # durable imports live, which a backend must not need first
+
+    runs = store_setting(environ, settings_file).folder  # the folder of this server's saved runs, or None (off)
     folder = (environ.get(CHECKPOINT_DIR_ENV) or file.get("checkpoint_dir")
-              or Path(tempfile.gettempdir()) / "rnnviz-runs")
+              or (runs / "ray" if runs is not None else Path(tempfile.gettempdir()) / "rnnviz-runs"))
 
     def number(env: str, key: str, default: int) -> int:
         try:

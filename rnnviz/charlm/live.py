@@ -199,12 +199,38 @@ class LiveRun:
         self.token: str | None = None  # set by RunRegistry.register
         self.remote = None  # a RemoteTraining (rnnviz.charlm.backend) that trains this run elsewhere; None: here
         self.notice: str | None = None  # something the page must say once more than the status (a recovered worker)
+        self.keeper = None  # a RunKeeper (rnnviz.charlm.durable) that saves this run to disk; None: kept nowhere
         # Held while training or changing the run. A host may run two threads on one session for a moment
         # (Streamlit starts a new script thread on a click while the old one finishes its chunk); whoever
         # reads the weights (sampling, a checkpoint) holds it too, so they never see half an update.
         self.lock = threading.RLock()
         self._frozen: tuple[tuple, FrozenModel] | None = None  # (weights version, copy) of frozen_model
         LiveRun._alive.add(self)
+
+    def keep_on(self, keeper) -> None:
+        """Save this run with ``keeper`` (rnnviz.charlm.durable.RunKeeper) from now on: after chunks on schedule,
+        and whenever it stops."""
+        self.keeper = keeper
+
+    @property
+    def save_problem(self) -> str | None:
+        """Why the last save to disk failed, in words; None when it did not (or the run is kept nowhere)."""
+        return self.keeper.problem if self.keeper is not None else None
+
+    def _keep(self, now: bool = False) -> None:
+        """Save the run when its keeper says it is due (or ``now``); the caller holds ``lock``."""
+        if self.keeper is not None and self.remote is None:
+            if now:
+                self.keeper.save(self)
+            else:
+                self.keeper.save_if_due(self)
+
+    @_locked
+    def forget(self) -> None:
+        """Reset: what keeps this run on disk deletes it, and nothing more is written."""
+        if self.keeper is not None:
+            self.keeper.forget()
+            self.keeper = None
 
     @classmethod
     def count_alive(cls) -> int:
@@ -276,6 +302,7 @@ class LiveRun:
                 return  # it finished, halted or was lost meanwhile: that status says more
             self.status = Status.PAUSED
             self.message = f"Paused at step {self.step:,}. Start continues from here."
+            self._keep()
 
     def wait_for_slot(self, position: int | None, capacity: int, where: str = "this server") -> None:
         """Every slot is taken: say so, with the place in the queue."""
@@ -299,6 +326,8 @@ class LiveRun:
             if self.remote is not None and self.is_active:
                 self.remote.stop(self)  # the remote run ends at the new budget too: bring it back, free its CPU
             self._finish()
+        if not self.is_active:
+            self._keep(now=True)
 
     @_locked
     def retune(self, lr: float, clip: float | None) -> None:
@@ -310,6 +339,8 @@ class LiveRun:
             self.status = Status.PAUSED
         clipping = f"clipping at θ = {clip:g}" if clip is not None else "no clipping"
         self.message = f"From step {self.step:,} on: learning rate {lr:g}, {clipping}. Start continues."
+        if not self.is_active:
+            self._keep(now=True)
 
     # -- training -------------------------------------------------------------------------------------------
 
@@ -330,6 +361,7 @@ class LiveRun:
         records = self.advance(max_seconds)
         if not self.is_active:
             slots.release(owner)
+        self._keep()
         return records
 
     def tick_unless_busy(self, slots: TrainingSlots, owner: Hashable, max_seconds: float) -> list[StepRecord]:
@@ -365,6 +397,7 @@ class LiveRun:
             self.status = Status.PAUSED
             steps = f"{len(records)} step{'s' if len(records) != 1 else ''}"
             self.message = f"One chunk of {steps}; now at step {self.step:,}. Step again, or Start."
+        self._keep()
         return records
 
     @_locked
@@ -511,6 +544,16 @@ class RunRegistry:
                 return None
             entry.holders.add(holder)
             return run
+
+    def held_by(self, token: Hashable, connected: Callable[[Hashable], bool]) -> bool | None:
+        """Whether a session that holds ``token``'s run is ``connected`` (its tab open); None for a token this
+        registry does not know (then nobody can tell)."""
+        if not isinstance(token, str):
+            return None
+        with self._lock:
+            entry = self._entries.get(self._digest(token))
+            holders = set(entry.holders) if entry is not None else None
+        return None if holders is None else any(connected(h) for h in holders)
 
     def release(self, token: str | None, holder: Hashable) -> None:
         """``holder`` lets the run go (Reset); the run is forgotten once nobody holds it."""

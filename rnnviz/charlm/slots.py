@@ -3,7 +3,8 @@
 Training saturates a core, so a server with C cores runs at most C training sessions; the others wait in
 arrival order and start when a slot frees. Holders and waiters keep a lease by calling ``acquire`` again
 (every training chunk does); a browser tab that vanished stops calling, and its lease expires, so a closed
-tab never keeps a slot.
+tab never keeps a slot. A host that can tell that an owner is gone (``present``: its tab's connection closed)
+frees its slot at once, without waiting for the lease.
 """
 
 from __future__ import annotations
@@ -17,23 +18,27 @@ class TrainingSlots:
     """At most ``capacity`` owners hold a slot; the rest queue first come, first served."""
 
     def __init__(self, capacity: int, lease_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic,
-                 on_change: Callable[[int], object] | None = None):
+                 on_change: Callable[[int], object] | None = None,
+                 present: Callable[[Hashable], bool] | None = None):
         """``on_change(busy)`` hears the number of slots held whenever it changes (the server splits torch's
-        threads among the trainings with it: rnnviz.core.runtime.share_cores)."""
+        threads among the trainings with it: rnnviz.core.runtime.share_cores). ``present(owner)`` is False once
+        the host knows the owner is gone (its tab closed); then its slot or place frees at the next look."""
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
         self.lease_seconds = lease_seconds
         self._clock = clock
         self._on_change = on_change
+        self._present = present
         self._told = 0  # the count on_change last heard (none held at first)
         self._lock = threading.Lock()
         self._holders: dict[Hashable, float] = {}  # owner → last seen
         self._waiting: dict[Hashable, float] = {}  # owner → last seen, in arrival order
 
     def _expire(self, now: float) -> None:
+        present = self._present or (lambda owner: True)
         for table in (self._holders, self._waiting):
-            for owner in [o for o, seen in table.items() if now - seen > self.lease_seconds]:
+            for owner in [o for o, seen in table.items() if now - seen > self.lease_seconds or not present(o)]:
                 del table[owner]
         self._tell()
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from rnnviz.charlm.backend import ADDRESS_ENV, SETTINGS_FILE, backend_setting
+from rnnviz.charlm.durable import RUN_DIR_ENV
 from rnnviz.ui.app.server import ray_connection
+from rnnviz.ui.kit.runs import run_folder
 
 
 def cluster_numbers() -> dict | None:
@@ -59,3 +61,30 @@ def backend_panel(cluster: dict | None) -> None:
                    "often; after that the page offers to resume from the checkpoint.")
     st.caption(f"Checkpoints: `{setting.checkpoint_dir}`. Step (one chunk on demand) trains in this process, in one "
                "of its training slots.")
+
+
+def saved_runs_panel() -> None:
+    """Where live runs are saved, how many and how much, and the limits on them."""
+    st.subheader("Saved runs")
+    folder = run_folder()
+    setting = folder.setting
+    if folder.problem:
+        st.error(folder.problem, icon=":material/save:")
+        return
+    if folder.store is None:
+        st.warning(f"Runs are not saved: `{RUN_DIR_ENV}` is `off`. A server restart loses every run, and a closed "
+                   "tab's run is gone after the disconnected-session time.", icon=":material/save:")
+        return
+    summary = folder.store.summary()
+    cols = st.columns(3)
+    cols[0].metric("Runs on disk", f"{summary.runs:,}", help="Every live run that trained in this process is saved; "
+                   "its address (?run=…) restores it after a restart. Reset deletes a run's files.")
+    cols[1].metric("Their size", f"{summary.bytes / 1e6:,.1f} MB",
+                   help=f"At most {setting.max_total_bytes / 1e6:,.0f} MB in all: the oldest runs go first beyond it.")
+    cols[2].metric("Saved every", f"{setting.save_every_s:g} s of training",
+                   help=f"and every {setting.save_every_steps:,} steps, and whenever a run stops (Pause, Step, the "
+                   "budget's end, a halt) and when the server shuts down (SIGTERM).")
+    st.caption(f"Folder: `{summary.folder}` (set by {setting.source}; `{RUN_DIR_ENV}` or `run_dir` in "
+               f"`{SETTINGS_FILE}` change it). A run not opened for {setting.retention_s / 86_400:g} days is deleted. "
+               "Files are named by a digest of each run's address and authenticated with a key from it: the folder "
+               "lists no address, and nothing in it opens without one.")

@@ -15,8 +15,9 @@ from rnnviz.charlm.backend import backend_setting
 from rnnviz.charlm.live import RunRegistry
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.core.runtime import physical_cores, share_cores
+from rnnviz.ui.app.sessions import session_connected
 
-LEASE_SECONDS = 20.0  # a tab that stops asking for chunks gives its slot up after this long
+LEASE_SECONDS = 20.0  # a tab that stops asking for chunks gives its slot up after this long (a closed one at once)
 
 
 def slot_capacity() -> int:
@@ -24,10 +25,19 @@ def slot_capacity() -> int:
     return int(os.environ.get("RNNVIZ_TRAINING_SLOTS", 0)) or physical_cores()
 
 
+def slot_owner_present(owner) -> bool:
+    """False once every tab of a live run (a slot's owner, by its token) has closed its connection: its slot goes
+    to the next in the queue at once. The run itself stays, for a reload. Owners the run registry does not know
+    (a race, which pauses itself when nobody watches) keep their slot until their lease runs out."""
+    held = run_registry().held_by(owner, session_connected)
+    return True if held is None else held
+
+
 @st.cache_resource(show_spinner=False)
 def training_slots() -> TrainingSlots:
     """The one TrainingSlots of this server process: a live run and a race each hold one while they train."""
-    return TrainingSlots(slot_capacity(), lease_seconds=LEASE_SECONDS, on_change=share_cores)
+    return TrainingSlots(slot_capacity(), lease_seconds=LEASE_SECONDS, on_change=share_cores,
+                         present=slot_owner_present)
 
 
 @st.cache_resource(show_spinner=False)

@@ -69,3 +69,13 @@ def session_alive(session_id: str) -> bool:
     except (AttributeError, RuntimeError):
         return True
     return get_info(session_id) is not None
+
+
+def session_connected(session_id: str) -> bool:
+    """Whether this session's tab is open right now (its websocket connected); a closed tab's session may still
+    be held for the TTL (``session_alive``) but is not connected. Without a server runtime (AppTest), True."""
+    try:
+        is_active = Runtime.instance()._session_mgr.is_active_session
+    except (AttributeError, RuntimeError):
+        return True
+    return is_active(session_id)

@@ -68,7 +68,7 @@ class HeldInAddress:
                 self.registry().adopt(found, self.holder())
         if found is None:
             del st.query_params[self.param]
-            if not let_go:
+            if not let_go and self.notice_key not in st.session_state:  # ``elsewhere`` may have said why already
                 self.notice("warning", self.gone_text())
         return found
 

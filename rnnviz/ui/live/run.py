@@ -8,7 +8,9 @@ The run lives in ``st.session_state[LIVE_RUN_KEY]`` (the hidden-cell explorer re
 worst waits for the chunk in flight. Training takes one of the server's slots (``rnnviz.ui.app.server``).
 
 Every run gets an unguessable token, kept in the page's address as ``?run=<token>`` (``RUN_ADDRESS``; how a
-reload or a new tab finds it again is in ``rnnviz.ui.kit.address``).
+reload or a new tab finds it again is in ``rnnviz.ui.kit.address``). A run that trains here is saved to disk as it
+trains (``rnnviz.ui.kit.runs``), so that its address finds it again after the server restarted, or after its
+session expired: the run comes back paused, at the step of its last save.
 
 With RNNVIZ_RAY_ADDRESS set (see rnnviz.charlm.backend), a new run trains on a Ray actor
 (rnnviz.charlm.ray_backend) and the page's LiveRun mirrors it; a token this process does not know is looked
@@ -21,11 +23,13 @@ from __future__ import annotations
 import streamlit as st
 
 from rnnviz.charlm.corpus import BUILTIN_CORPORA
+from rnnviz.charlm.durable import StoredRunError
 from rnnviz.charlm.live import LiveRun, Status
 from rnnviz.ui.app.server import ray_if_usable, run_registry, training_slots
 from rnnviz.ui.kit.address import HeldInAddress
 from rnnviz.ui.kit.corpora import download_shakespeare, needs_download
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
+from rnnviz.ui.kit.runs import run_store
 from rnnviz.ui.kit.widgets import literal
 from rnnviz.ui.live.pending import PendingRun, pending_run, retunable_changes
 from rnnviz.ui.live.setup import REVERT_BUILTIN, SOURCES, active_corpus, adopt_run, key
@@ -40,10 +44,16 @@ RUN_PARAM = "run"  # ?run=<token>: the address that finds this session's run aga
 
 
 def gone_notice() -> str:
+    store = run_store()
+    if store is not None:
+        days = store.setting.retention_s / 86_400
+        return ("This address names a live run that this server does not hold, in memory or on disk: it was reset, "
+                f"it was not opened for {days:g} days and was deleted, or the address is not whole. Nothing of it "
+                "can be shown; press Start for a new run.")
     ttl = st.get_option("server.disconnectedSessionTTL")
     return (f"This address names a live run that this server does not hold (any more): its tab was closed more "
-            f"than {ttl} s ago, it was reset, the server restarted, or the address is not whole. Nothing of it "
-            "can be shown; press Start for a new run.")
+            f"than {ttl} s ago, it was reset, the server restarted (this server saves no runs to disk), or the "
+            "address is not whole. Nothing of it can be shown; press Start for a new run.")
 
 
 RUN_ADDRESS = HeldInAddress(param=RUN_PARAM, registry=run_registry, owner_key=key("owner"), notice_key=key("notice"),
@@ -62,14 +72,23 @@ def current_run() -> LiveRun | None:
     return st.session_state.get(LIVE_RUN_KEY)
 
 
-def _run_on_the_cluster(token: str) -> LiveRun | None:
-    """The run's actor on the Ray cluster, when runs train there: a reload that landed on another replica."""
+def _run_elsewhere(token: str) -> LiveRun | None:
+    """A run this process does not hold: its actor on the Ray cluster, when runs train there (a reload that landed
+    on another replica), else its last save on disk (the server restarted, or its session expired)."""
     connection = ray_if_usable()
-    if connection is None:
-        return None
-    from rnnviz.charlm.ray_backend import find_run
+    if connection is not None:
+        from rnnviz.charlm.ray_backend import find_run
 
-    return find_run(token, connection)
+        return find_run(token, connection)
+    store = run_store()
+    if store is None:
+        return None
+    try:
+        restored = store.restore(token)
+    except StoredRunError as err:
+        _notice("error", f"{literal(str(err))} Press Start for a new run.")
+        return None
+    return restored.run if restored is not None else None
 
 
 def take_up_run_from_address() -> None:
@@ -80,7 +99,7 @@ def take_up_run_from_address() -> None:
     run = current_run()
     if run is not None and run.token is None:
         RUN_ADDRESS.register(run)
-    found = RUN_ADDRESS.take_up(run.token if run is not None else None, elsewhere=_run_on_the_cluster)
+    found = RUN_ADDRESS.take_up(run.token if run is not None else None, elsewhere=_run_elsewhere)
     if found is None:
         return
     if run is not None:
@@ -122,6 +141,8 @@ def _create_run() -> LiveRun | None:
         from rnnviz.charlm.ray_backend import train_on_ray
 
         train_on_ray(run, connection)  # its chunks train on an actor named by the token
+    elif (store := run_store()) is not None:
+        run.keep_on(store.keeper(run))  # saved as it trains: a restart or an expired session loses at most a minute
     st.session_state[LIVE_RUN_KEY] = run
     return run
 
@@ -169,7 +190,7 @@ def _reset() -> None:
     run = current_run()
     if run is not None:
         run.release()  # a Ray actor is killed at once, not when the run is collected
-    if run is not None:
+        run.forget()  # and its files on disk go: Reset discards the run for good
         RUN_ADDRESS.let_go(run.token)
     st.session_state.pop(LIVE_RUN_KEY, None)
     st.session_state.pop(CONFIRM_RESET, None)

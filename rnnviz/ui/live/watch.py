@@ -44,6 +44,8 @@ def status_line(run: LiveRun) -> None:
     about = f"This run: {run_summary(run)}. Its address finds it again after a reload."
     if run.notice:
         st.warning(run.notice, icon=":material/sync_problem:")
+    if run.save_problem:
+        st.warning(run.save_problem, icon=":material/save:")
     if run.status == Status.LOST:
         st.error(run.message, icon=":material/cloud_off:")
     elif run.status == Status.HALTED:

@@ -1,0 +1,536 @@
+"""Live runs that outlive the server: every run is saved to a run folder on disk, and its address finds it again
+after a restart, a crash or a deploy.
+
+A ``RunStore`` owns one folder (``RNNVIZ_RUN_DIR``, ``run_dir`` in ``.streamlit/rnnviz.toml``, else the
+platform's per-user state directory), created with mode 0700. Each run has a folder of its own in it, named by
+an HMAC-SHA-256 of the run's token, never by the token, so a listing of the folder leads to no address, and
+every file in it is authenticated with a key derived from the token: without the token nothing can be found or
+opened, and a foreign, forged or damaged file is refused in words before any of it is unpickled.
+
+    <store>/<name>/state       the run: its exact Trainer state (the checkpoint format of rnnviz.charlm.checkpoint),
+                               settings, samples, snapshot steps, elapsed time, status, and its corpus (a
+                               built-in one by name and SHA-256, other text in full)
+    <store>/<name>/snap-<step> one weight snapshot (written once: snapshots never change)
+    <store>/<name>/progress    the step the run last reached, so a restore can say how many steps were lost
+
+Every file is written to a temporary name, flushed to disk and renamed over the old one, so a reader (or a
+restart after a crash between write and rename) only ever sees a whole file. A file is
+
+    MAGIC (8 bytes) | HMAC-SHA-256(key, MAGIC | body) (32 bytes) | body = torch.save(...) of plain values
+
+and is read with ``torch.load(..., weights_only=True)`` after its tag checks out.
+
+``RunKeeper`` is what a LiveRun holds (``LiveRun.keep_on``): it saves the run every ``save_every_s`` seconds of
+training or ``save_every_steps`` steps, whichever comes first, and when the run stops (Pause, the budget's end,
+a halt, a Step), and remembers in words why a save failed (the run trains on). ``drain`` saves every run of
+the process that has unsaved steps: the server calls it on the way out (SIGTERM).
+
+Runs not opened for ``retention_s`` are deleted, and the oldest runs go first when the folder outgrows
+``max_total_bytes``. No streamlit here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import io
+import os
+import shutil
+import sys
+import threading
+import time
+import tomllib
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from rnnviz.charlm.checkpoint import FORMAT_VERSION, CheckpointError, _to_cpu_inplace, _validate
+from rnnviz.charlm.corpus import BUILTIN_CORPORA, Corpus, CorpusError, load_builtin
+from rnnviz.charlm.live import LiveRun, LiveSettings, SampleRecord, Status
+from rnnviz.charlm.train import Trainer
+
+RUN_DIR_ENV = "RNNVIZ_RUN_DIR"  # where runs are saved; "off" keeps nothing
+SAVE_EVERY_ENV = "RNNVIZ_SAVE_EVERY_S"  # seconds of training between saves
+SETTINGS_FILE = Path(".streamlit") / "rnnviz.toml"  # [rnnviz] run_dir, save_every_s, run_retention_days, run_dir_max_mb
+DEFAULT_SAVE_EVERY_S = 60.0  # a restart loses at most this much training
+DEFAULT_SAVE_EVERY_STEPS = 5_000  # and at most this many steps (a tiny model takes thousands a minute)
+DEFAULT_RETENTION_DAYS = 7.0  # a run not opened for this long is deleted
+DEFAULT_MAX_TOTAL_MB = 5_000  # the whole folder; the oldest runs go first beyond it
+PROGRESS_EVERY_S = 2.0  # how often a training run notes the step it reached
+STALE_TEMP_S = 3600.0  # a temporary file this old was left by a crash between write and rename
+
+MAGIC = b"RNNVIZr1"
+TAG_BYTES = 32
+STATE_FORMAT = 1
+
+
+class StoredRunError(ValueError):
+    """A saved run that cannot be restored, with the reason in words."""
+
+
+class SaveFailed(OSError):
+    """Writing a run to disk failed (full disk, read-only or missing folder); the run itself is unharmed."""
+
+
+def default_run_dir(environ: dict | None = None, platform: str = sys.platform) -> Path:
+    """The platform's usual per-user place for state: $XDG_STATE_HOME or ~/.local/state on Linux and other
+    Unix, ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows; runs go in ``rnnviz/runs``."""
+    environ = os.environ if environ is None else environ
+    home = Path(environ.get("HOME") or Path.home())
+    if platform == "win32":
+        base = Path(environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
+    elif platform == "darwin":
+        base = home / "Library" / "Application Support"
+    else:
+        base = Path(environ.get("XDG_STATE_HOME") or home / ".local" / "state")
+    return base / "rnnviz" / "runs"
+
+
+@dataclass(frozen=True)
+class StoreSetting:
+    """Where and how often runs are saved; ``folder`` None keeps nothing (``RNNVIZ_RUN_DIR=off``)."""
+
+    folder: Path | None
+    save_every_s: float = DEFAULT_SAVE_EVERY_S
+    save_every_steps: int = DEFAULT_SAVE_EVERY_STEPS
+    retention_s: float = DEFAULT_RETENTION_DAYS * 86_400
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_MB * 1_000_000
+    source: str = "the default"
+
+
+def store_setting(environ: dict | None = None, settings_file: Path = SETTINGS_FILE) -> StoreSetting:
+    """The run folder and its limits from the environment (first), ``[rnnviz]`` in the settings file, or the
+    defaults."""
+    environ = os.environ if environ is None else environ
+    try:
+        with settings_file.open("rb") as handle:
+            file = tomllib.load(handle).get("rnnviz", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        file = {}
+    file = file if isinstance(file, dict) else {}
+    folder, source = environ.get(RUN_DIR_ENV, "").strip(), f"${RUN_DIR_ENV}"
+    if not folder and file.get("run_dir"):
+        folder, source = str(file["run_dir"]).strip(), f"run_dir in {settings_file}"
+    if not folder:
+        folder, source = str(default_run_dir(environ)), "the default (the per-user state folder)"
+
+    def number(value, default: float) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return default
+        return number if number > 0 else default
+
+    every = number(environ.get(SAVE_EVERY_ENV) or file.get("save_every_s"), DEFAULT_SAVE_EVERY_S)
+    days = number(file.get("run_retention_days"), DEFAULT_RETENTION_DAYS)
+    megabytes = number(file.get("run_dir_max_mb"), DEFAULT_MAX_TOTAL_MB)
+    return StoreSetting(None if folder.lower() == "off" else Path(folder).expanduser(), every,
+                        DEFAULT_SAVE_EVERY_STEPS, days * 86_400, int(megabytes * 1_000_000), source)
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A run read back from disk: the run (paused), the step it was saved at, the step it had reached (from its
+    progress note; None when unknown) and when it was saved (Unix time)."""
+
+    run: LiveRun
+    saved_step: int
+    reached_step: int | None
+    saved_at: float
+
+    @property
+    def lost_steps(self) -> int:
+        return max(0, (self.reached_step or self.saved_step) - self.saved_step)
+
+
+@dataclass(frozen=True)
+class StoreSummary:
+    folder: Path
+    runs: int
+    bytes: int
+
+
+class _Keys:
+    """What a token gives: the run's folder name and the key its files are authenticated with."""
+
+    def __init__(self, token: str):
+        secret = token.encode("utf-8", "surrogatepass")
+        self.name = hmac.new(secret, b"rnnviz run folder", hashlib.sha256).hexdigest()
+        self.key = hmac.new(secret, b"rnnviz run files", hashlib.sha256).digest()
+
+
+def _seal(key: bytes, value) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    body = buffer.getvalue()
+    return MAGIC + hmac.new(key, MAGIC + body, hashlib.sha256).digest() + body
+
+
+def _unseal(key: bytes, raw: bytes, what: str):
+    if len(raw) < len(MAGIC) + TAG_BYTES or not raw.startswith(MAGIC):
+        raise StoredRunError(f"The saved {what} is not an rnnviz run file (or is truncated); it was not read.")
+    tag, body = raw[len(MAGIC):len(MAGIC) + TAG_BYTES], raw[len(MAGIC) + TAG_BYTES:]
+    if not hmac.compare_digest(tag, hmac.new(key, MAGIC + body, hashlib.sha256).digest()):
+        raise StoredRunError(f"The saved {what} does not belong to this address or was altered on disk, so it was "
+                             "refused without being read.")
+    try:
+        return torch.load(io.BytesIO(body), weights_only=True, map_location="cpu")
+    except Exception as err:  # a file we wrote and authenticated, but that torch cannot read: a newer format
+        raise StoredRunError(f"The saved {what} could not be read ({type(err).__name__}).") from None
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """``data`` under ``path``: written to a temporary name in the same folder, flushed, then renamed."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(temporary, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for entry in os.scandir(folder):
+        try:
+            total += entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            pass
+    return total
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class RunStore:
+    """Runs saved on disk by the token in their address (see the module docstring)."""
+
+    def __init__(self, setting: StoreSetting, builtin: Callable[[str], Corpus] | None = None):
+        if setting.folder is None:
+            raise ValueError("this RunStore's setting keeps nothing (folder None)")
+        self.setting = setting
+        self.folder = setting.folder
+        # Reads a built-in corpus by name (the app passes its shared, never-downloading reader).
+        self.builtin = builtin or load_builtin
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.folder, 0o700)  # mkdir's mode is masked by umask, and an existing folder keeps its own
+        self._builtin_digests: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._held: weakref.WeakValueDictionary[str, RunKeeper] = weakref.WeakValueDictionary()
+        self._last_prune = 0.0
+        self._remove_stale_temporaries()
+
+    # -- saving ---------------------------------------------------------------------------------------------
+
+    def keeper(self, run: LiveRun) -> RunKeeper:
+        """What keeps ``run`` (which must have its token) saved here."""
+        keeper = RunKeeper(self, run.token)
+        with self._lock:
+            earlier = self._held.get(keeper.keys.name)
+            if earlier is not None:  # a copy of the run from before it was restored again: it must not write over
+                earlier.forgotten = True  # the restored one (its session expired, the object is not collected yet)
+            self._held[keeper.keys.name] = keeper
+        return keeper
+
+    def _corpus_record(self, corpus: Corpus) -> dict:
+        """A built-in corpus is kept by name and digest (it is on every server); any other text in full."""
+        digest = _sha256(corpus.text)
+        if corpus.name in BUILTIN_CORPORA and self._builtin_digest(corpus.name) == digest:
+            return {"name": corpus.name, "sha256": digest, "text": None}
+        return {"name": corpus.name, "sha256": digest, "text": corpus.text}
+
+    def _builtin_digest(self, name: str) -> str | None:
+        if name not in self._builtin_digests:
+            try:
+                self._builtin_digests[name] = _sha256(self.builtin(name).text)
+            except (CorpusError, OSError):
+                return None
+        return self._builtin_digests[name]
+
+    # -- restoring ------------------------------------------------------------------------------------------
+
+    def has(self, token: str) -> bool:
+        return (self.folder / _Keys(token).name / "state").is_file()
+
+    def restore(self, token: str) -> Restored | None:
+        """The run saved under ``token``, paused, with the same token; None when nothing is saved under it.
+
+        A file that is there but unusable (altered, foreign, damaged, a corpus that changed) is a StoredRunError
+        in words."""
+        keys = _Keys(token)
+        folder = self.folder / keys.name
+        try:
+            raw = (folder / "state").read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise StoredRunError(f"The saved run could not be read: {err.strerror or err}.") from None
+        state = _unseal(keys.key, raw, "run")
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            raise StoredRunError("The saved run was written by another version of rnnviz and cannot be restored.")
+        try:
+            checkpoint = _validate(state["checkpoint"])
+            corpus = self._corpus(state["corpus"])
+            if corpus.vocab.chars != checkpoint.vocab.chars:
+                raise StoredRunError(f"The corpus {corpus.name!r} no longer has the characters the run was trained "
+                                     "on, so the run cannot go on.")
+            trainer = Trainer(checkpoint.config, corpus, vocab=checkpoint.vocab)
+            trainer.load_state_dict(checkpoint.trainer_state)
+            run = LiveRun(trainer, corpus.name, LiveSettings(**state["settings"]))
+            run.samples = [SampleRecord(**s) for s in state["samples"]]
+            run.snapshots = [(step, self._snapshot(keys, step)) for step in state["snapshot_steps"]]
+            run.snapshot_every = int(state["snapshot_every"])
+            run.elapsed = float(state["elapsed"])
+        except StoredRunError:
+            raise
+        except (CheckpointError, CorpusError) as err:
+            raise StoredRunError(f"The saved run cannot be restored: {err}") from None
+        except (KeyError, TypeError, ValueError, RuntimeError) as err:
+            raise StoredRunError(f"The saved run is malformed ({type(err).__name__}: {err}).") from None
+        run.token = token
+        saved_step, saved_at = run.step, float(state["saved_at"])
+        reached = self._progress(keys)
+        if run.step >= run.settings.step_budget:
+            run.status = Status.FINISHED
+        elif run.step > 0 or run.samples:
+            run.status = Status.PAUSED
+        restored = Restored(run, saved_step, reached if reached is not None and reached >= saved_step else None,
+                            saved_at)
+        run.message = f"Paused at step {run.step:,}, as it was saved. Start continues from here."
+        run.notice = restore_notice(restored)
+        keeper = self.keeper(run)
+        keeper.saved_step, keeper.saved_elapsed = saved_step, run.elapsed
+        keeper.written = {step: id(weights) for step, weights in run.snapshots}
+        run.keep_on(keeper)
+        os.utime(folder / "state")  # opened now: the retention period starts again
+        return restored
+
+    def _corpus(self, record: dict) -> Corpus:
+        name, digest, text = record["name"], record["sha256"], record["text"]
+        if text is None:
+            try:
+                corpus = self.builtin(name)
+            except (CorpusError, OSError) as err:
+                raise StoredRunError(f"The run trained on the built-in corpus {name!r}, which this server cannot "
+                                     f"read now: {err}") from None
+            if _sha256(corpus.text) != digest:
+                raise StoredRunError(f"The built-in corpus {name!r} on this server is not the text the run trained "
+                                     "on (Python or rnnviz was updated since), so the run cannot go on.")
+            return corpus
+        return Corpus(name, text)
+
+    def _snapshot(self, keys: _Keys, step: int) -> dict:
+        try:
+            raw = (self.folder / keys.name / f"snap-{step}").read_bytes()
+        except OSError:
+            raise StoredRunError(f"The weight snapshot of step {step:,} is missing from the saved run.") from None
+        weights = _unseal(keys.key, raw, f"snapshot of step {step:,}")
+        if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+            raise StoredRunError(f"The weight snapshot of step {step:,} is malformed.")
+        return weights
+
+    def _progress(self, keys: _Keys) -> int | None:
+        try:
+            note = _unseal(keys.key, (self.folder / keys.name / "progress").read_bytes(), "progress note")
+            return int(note["step"])
+        except (OSError, StoredRunError, KeyError, TypeError, ValueError):
+            return None
+
+    # -- housekeeping ---------------------------------------------------------------------------------------
+
+    def delete(self, token: str) -> None:
+        """Forget the run of ``token`` for good (Reset)."""
+        shutil.rmtree(self.folder / _Keys(token).name, ignore_errors=True)
+
+    def summary(self) -> StoreSummary:
+        runs, size = 0, 0
+        for entry in self._run_folders():
+            runs += 1
+            size += _folder_bytes(entry)
+        return StoreSummary(self.folder, runs, size)
+
+    def prune(self, now: float | None = None) -> list[str]:
+        """Delete runs not opened or saved for the retention period, then the oldest beyond the size cap (never a
+        run this process holds). Returns the folder names deleted."""
+        now = time.time() if now is None else now
+        self._last_prune = now
+        with self._lock:
+            held = set(self._held.keys())
+        dated = []
+        for folder in self._run_folders():
+            try:
+                dated.append((folder.joinpath("state").stat().st_mtime, folder))
+            except OSError:
+                try:
+                    dated.append((folder.stat().st_mtime, folder))  # a run whose first save never finished
+                except OSError:
+                    continue
+        removed = []
+        for changed, folder in dated:
+            if now - changed > self.setting.retention_s and folder.name not in held:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder.name)
+        kept = sorted((changed, folder) for changed, folder in dated if folder.name not in removed)
+        total = sum(_folder_bytes(folder) for _, folder in kept)
+        for _, folder in kept:
+            if total <= self.setting.max_total_bytes:
+                break
+            if folder.name in held:
+                continue
+            total -= _folder_bytes(folder)
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+        return removed
+
+    def prune_now_and_then(self, every_s: float = 600.0) -> None:
+        if time.time() - self._last_prune >= every_s:
+            self.prune()
+
+    def _run_folders(self) -> list[Path]:
+        try:
+            return [Path(e.path) for e in os.scandir(self.folder) if e.is_dir(follow_symlinks=False)
+                    and len(e.name) == 64]
+        except OSError:
+            return []
+
+    def _remove_stale_temporaries(self) -> None:
+        cutoff = time.time() - STALE_TEMP_S
+        for folder in self._run_folders():
+            for entry in folder.glob(".*.tmp"):
+                try:
+                    if entry.stat().st_mtime < cutoff:
+                        entry.unlink()
+                except OSError:
+                    pass
+
+
+def restore_notice(restored: Restored) -> str:
+    """What the page says about a run it took up from disk."""
+    saved = time.strftime("%H:%M:%S", time.localtime(restored.saved_at))
+    said = (f"This run was restored from disk, where it was saved at step {restored.saved_step:,} ({saved}): the "
+            "server restarted, or the run's tab was closed for a while. ")
+    if restored.reached_step is None:
+        return said + "Start continues from the saved step."
+    if restored.lost_steps:
+        steps = f"{restored.lost_steps:,} step{'s' if restored.lost_steps != 1 else ''}"
+        return (said + f"It had trained on to step {restored.reached_step:,}, so the last {steps} since that save "
+                "were lost. Start continues from the saved step.")
+    return said + "No training was lost. Start continues from here."
+
+
+class RunKeeper:
+    """Keeps one LiveRun saved in a RunStore; the run calls ``save_if_due`` after each chunk (holding its lock)."""
+
+    def __init__(self, store: RunStore, token: str):
+        self.store = store
+        self.keys = _Keys(token)
+        self.folder = store.folder / self.keys.name
+        self.saved_step: int | None = None
+        self.saved_elapsed = 0.0
+        self.written: dict[int, int] = {}  # snapshot step → id of the weights dict written for it
+        self.problem: str | None = None  # why the last save failed, in words; None after a good save
+        self.failed_at = -1e9  # run.elapsed when a save last failed: retried a save interval later
+        self._progress_at = 0.0
+        self._progress_step: int | None = None
+        self.forgotten = False
+
+    def due(self, run: LiveRun) -> bool:
+        if self.forgotten or run.step == self.saved_step:
+            return False
+        if not run.is_active:
+            return True  # a stop saves (a failed save is tried again at every stop: stops are rare)
+        setting = self.store.setting
+        if self.problem is not None and run.elapsed - self.failed_at < setting.save_every_s:
+            return False
+        return (self.saved_step is None or run.elapsed - self.saved_elapsed >= setting.save_every_s
+                or run.step - self.saved_step >= setting.save_every_steps)
+
+    def save_if_due(self, run: LiveRun) -> None:
+        if self.due(run):
+            self.save(run)
+        elif run.is_active and time.monotonic() - self._progress_at >= PROGRESS_EVERY_S:
+            self._note_progress(run)
+
+    def save(self, run: LiveRun) -> bool:
+        """Write ``run`` now (its lock held by the caller); False, with ``problem`` in words, when it failed."""
+        if self.forgotten:
+            return False
+        try:
+            self.folder.mkdir(exist_ok=True, mode=0o700)
+            for step, weights in run.snapshots:
+                if self.written.get(step) != id(weights):
+                    _write_atomically(self.folder / f"snap-{step}", _seal(self.keys.key, weights))
+                    self.written[step] = id(weights)
+            _write_atomically(self.folder / "state", _seal(self.keys.key, self._state(run)))
+            self._note_progress(run)
+            kept = {f"snap-{step}" for step, _ in run.snapshots}
+            for entry in self.folder.glob("snap-*"):
+                if entry.name not in kept:
+                    entry.unlink(missing_ok=True)
+                    self.written.pop(int(entry.name[len("snap-"):]), None)
+        except OSError as err:
+            self.failed_at = run.elapsed
+            last = f"step {self.saved_step:,}" if self.saved_step is not None else "nothing of it"
+            self.problem = (f"Saving this run to disk failed at step {run.step:,} ({err.strerror or err}). It trains "
+                            f"on, but a server restart now would bring back {last}. The server's operator can see "
+                            "the run folder on the Server status page.")
+            return False
+        self.saved_step, self.saved_elapsed, self.problem = run.step, run.elapsed, None
+        self.store.prune_now_and_then()
+        return True
+
+    def _state(self, run: LiveRun) -> dict:
+        checkpoint = {"format_version": FORMAT_VERSION, "corpus": run.corpus_name, **run.trainer.state_dict()}
+        _to_cpu_inplace(checkpoint)
+        return {
+            "format": STATE_FORMAT,
+            "checkpoint": checkpoint,
+            "corpus": self.store._corpus_record(run.trainer.corpus),
+            "settings": asdict(run.settings),
+            "samples": [asdict(s) for s in run.samples],
+            "snapshot_steps": [step for step, _ in run.snapshots],
+            "snapshot_every": run.snapshot_every,
+            "elapsed": run.elapsed,
+            "status": str(run.status),
+            "saved_at": time.time(),
+        }
+
+    def _note_progress(self, run: LiveRun) -> None:
+        self._progress_at = time.monotonic()
+        if run.step == self._progress_step:
+            return
+        try:
+            _write_atomically(self.folder / "progress", _seal(self.keys.key, {"step": run.step}))
+            self._progress_step = run.step
+        except OSError:
+            pass  # the next save says what is wrong with the folder
+
+    def forget(self) -> None:
+        """Reset: the run's files go, and nothing more is written."""
+        self.forgotten = True
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def drain(runs: Iterable[LiveRun] | None = None, wait_s: float = 5.0) -> int:
+    """Save every run (of this process, by default) that has steps its last save lacks; a run whose chunk is in
+    flight is waited for up to ``wait_s`` in all. Returns how many were saved. For the server's way out."""
+    deadline = time.monotonic() + wait_s
+    saved = 0
+    for run in list(LiveRun._alive if runs is None else runs):
+        keeper = run.keeper
+        if keeper is None or keeper.forgotten or run.step == keeper.saved_step:
+            continue
+        if not run.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            continue
+        try:
+            saved += keeper.save(run)
+        finally:
+            run.lock.release()
+    return saved
