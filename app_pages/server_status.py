@@ -18,7 +18,8 @@ page_header(
     "For the teacher who runs rnnviz for a class: what this server process holds right now, shared by every "
     "open tab. Each training session holds one of a fixed number of **training slots**; the others wait in "
     "a queue and start by themselves when a slot frees. A model stays in memory while its tab is open, and "
-    "for Streamlit's disconnected-session time after the tab is closed.",
+    "for Streamlit's disconnected-session time after the tab is closed; it is saved on disk as it trains, so its "
+    "address brings it back after that, or after a restart (**Saved runs** below).",
 )
 
 st.button("Refresh", icon=":material/refresh:", key="server_status_refresh")
@@ -41,7 +42,8 @@ st.subheader("Limits")
 st.table([
     {"limit": "training slots (sessions that train at once)", "value": f"{slots.capacity}",
      "set by": "RNNVIZ_TRAINING_SLOTS, else the physical cores"},
-    {"limit": "a slot is given up by a tab that stops asking for", "value": f"{LEASE_SECONDS:g} s", "set by": "code"},
+    {"limit": "a slot is given up by a tab that stops asking for", "value": f"{LEASE_SECONDS:g} s (a closed tab: at "
+     "once)", "set by": "code"},
     {"limit": "model size per session", "value": f"{MAX_PARAMETERS:,} parameters", "set by": "code"},
     {"limit": "uploaded or pasted text per session", "value": f"{MAX_CORPUS_BYTES / 1e6:g} MB, {MAX_VOCAB:,} distinct "
      "characters", "set by": "code"},

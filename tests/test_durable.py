@@ -194,13 +194,13 @@ def test_a_run_saves_on_schedule_when_it_stops_and_notes_the_step_it_reached(tmp
         run.tick(slots, "me", 0.0)
         assert run.keeper.saved_step == (1 if run.step < 11 else 11)  # then every 10 steps
     run.tick(slots, "me", 0.0)
-    run.keeper._progress_at = 0.0  # as if a couple of seconds had gone by: the progress note is due
     run.tick(slots, "me", 0.0)
     assert run.keeper.saved_step == 11
-    restored = new_store(tmp_path).restore(run.token)
+    restored = new_store(tmp_path).restore(run.token)  # as if the server were killed now: every chunk is noted
     assert (restored.saved_step, restored.reached_step, restored.lost_steps) == (11, 13, 2)
-    assert "saved at step 11" in restored.run.notice
-    assert "the last 2 steps since that save were lost" in restored.run.notice
+    assert restored.was_training and "saved at step 11" in restored.run.notice
+    assert "trained on to step 13 (or a chunk more: it was training when the server stopped), so the 2 steps after " \
+           "that save were lost" in restored.run.notice
 
     run.pause()
     assert run.keeper.saved_step == 13  # Pause saves
@@ -218,8 +218,14 @@ def test_drain_saves_every_run_with_unsaved_steps(tmp_path, corpus):
         assert run.keeper.save(run)
     steps(runs[0], 3)
     steps(runs[2], 1)
+    for run in runs:
+        run.status = Status.RUNNING  # the server stops in the middle of training
+        run.keeper.save_if_due(run)  # not due (an hour between saves): a progress note only
     assert drain(runs) == 2
-    assert [new_store(tmp_path).restore(r.token).saved_step for r in runs] == [5, 2, 3]
+    restored = [new_store(tmp_path).restore(r.token) for r in runs]
+    assert [r.saved_step for r in restored] == [5, 2, 3]
+    assert all(r.lost_steps == 0 and not r.was_training for r in restored)  # drained: nothing after the save
+    assert all("No training was lost" in r.run.notice for r in restored)
 
 
 def test_reset_deletes_the_run_and_nothing_is_written_after(tmp_path, corpus):

@@ -11,7 +11,8 @@ opened, and a foreign, forged or damaged file is refused in words before any of 
                                settings, samples, snapshot steps, elapsed time, status, and its corpus (a
                                built-in one by name and SHA-256, other text in full)
     <store>/<name>/snap-<step> one weight snapshot (written once: snapshots never change)
-    <store>/<name>/progress    the step the run last reached, so a restore can say how many steps were lost
+    <store>/<name>/progress    the step the run last reached (noted after every chunk) and whether it was still
+                               training then, so a restore can say how many steps were lost
 
 Every file is written to a temporary name, flushed to disk and renamed over the old one, so a reader (or a
 restart after a crash between write and rename) only ever sees a whole file. A file is
@@ -59,7 +60,6 @@ DEFAULT_SAVE_EVERY_S = 60.0  # a restart loses at most this much training
 DEFAULT_SAVE_EVERY_STEPS = 5_000  # and at most this many steps (a tiny model takes thousands a minute)
 DEFAULT_RETENTION_DAYS = 7.0  # a run not opened for this long is deleted
 DEFAULT_MAX_TOTAL_MB = 5_000  # the whole folder; the oldest runs go first beyond it
-PROGRESS_EVERY_S = 2.0  # how often a training run notes the step it reached
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a crash between write and rename
 
 MAGIC = b"RNNVIZr1"
@@ -133,12 +133,14 @@ def store_setting(environ: dict | None = None, settings_file: Path = SETTINGS_FI
 
 @dataclass(frozen=True)
 class Restored:
-    """A run read back from disk: the run (paused), the step it was saved at, the step it had reached (from its
-    progress note; None when unknown) and when it was saved (Unix time)."""
+    """A run read back from disk: the run (paused), the step it was saved at, the step it had reached by its last
+    progress note (None when unknown), whether it was still training then (the process stopped in the middle of
+    training, so a chunk after the note may be lost too), and when it was saved (Unix time)."""
 
     run: LiveRun
     saved_step: int
     reached_step: int | None
+    was_training: bool
     saved_at: float
 
     @property
@@ -182,14 +184,16 @@ def _unseal(key: bytes, raw: bytes, what: str):
         raise StoredRunError(f"The saved {what} could not be read ({type(err).__name__}).") from None
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """``data`` under ``path``: written to a temporary name in the same folder, flushed, then renamed."""
+def _write_atomically(path: Path, data: bytes, sync: bool = True) -> None:
+    """``data`` under ``path``: written to a temporary name in the same folder, flushed (to the disk too, unless
+    ``sync`` is False: a killed process loses nothing the kernel holds, only a power cut does), then renamed."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         with open(temporary, "wb") as out:
             out.write(data)
             out.flush()
-            os.fsync(out.fileno())
+            if sync:
+                os.fsync(out.fileno())
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
@@ -296,13 +300,13 @@ class RunStore:
             raise StoredRunError(f"The saved run is malformed ({type(err).__name__}: {err}).") from None
         run.token = token
         saved_step, saved_at = run.step, float(state["saved_at"])
-        reached = self._progress(keys)
+        reached, was_training = self._progress(keys)
         if run.step >= run.settings.step_budget:
             run.status = Status.FINISHED
         elif run.step > 0 or run.samples:
             run.status = Status.PAUSED
-        restored = Restored(run, saved_step, reached if reached is not None and reached >= saved_step else None,
-                            saved_at)
+        known = reached is not None and reached >= saved_step
+        restored = Restored(run, saved_step, reached if known else None, was_training or not known, saved_at)
         run.message = f"Paused at step {run.step:,}, as it was saved. Start continues from here."
         run.notice = restore_notice(restored)
         keeper = self.keeper(run)
@@ -336,12 +340,13 @@ class RunStore:
             raise StoredRunError(f"The weight snapshot of step {step:,} is malformed.")
         return weights
 
-    def _progress(self, keys: _Keys) -> int | None:
+    def _progress(self, keys: _Keys) -> tuple[int | None, bool]:
+        """(the step of the run's last progress note, whether it was training then); (None, True) unknown."""
         try:
             note = _unseal(keys.key, (self.folder / keys.name / "progress").read_bytes(), "progress note")
-            return int(note["step"])
+            return int(note["step"]), bool(note["training"])
         except (OSError, StoredRunError, KeyError, TypeError, ValueError):
-            return None
+            return None, True
 
     # -- housekeeping ---------------------------------------------------------------------------------------
 
@@ -417,11 +422,15 @@ def restore_notice(restored: Restored) -> str:
     said = (f"This run was restored from disk, where it was saved at step {restored.saved_step:,} ({saved}): the "
             "server restarted, or the run's tab was closed for a while. ")
     if restored.reached_step is None:
-        return said + "Start continues from the saved step."
+        return said + "How far it trained after that save is not known. Start continues from the saved step."
     if restored.lost_steps:
         steps = f"{restored.lost_steps:,} step{'s' if restored.lost_steps != 1 else ''}"
-        return (said + f"It had trained on to step {restored.reached_step:,}, so the last {steps} since that save "
+        more = " (or a chunk more: it was training when the server stopped)" if restored.was_training else ""
+        return (said + f"It had trained on to step {restored.reached_step:,}{more}, so the {steps} after that save "
                 "were lost. Start continues from the saved step.")
+    if restored.was_training:
+        return (said + "It was training when the server stopped, so at most one chunk of steps (under a second) "
+                "after that save was lost. Start continues from the saved step.")
     return said + "No training was lost. Start continues from here."
 
 
@@ -437,8 +446,7 @@ class RunKeeper:
         self.written: dict[int, int] = {}  # snapshot step → id of the weights dict written for it
         self.problem: str | None = None  # why the last save failed, in words; None after a good save
         self.failed_at = -1e9  # run.elapsed when a save last failed: retried a save interval later
-        self._progress_at = 0.0
-        self._progress_step: int | None = None
+        self._noted: tuple[int, bool] | None = None  # (step, training) of the last progress note written
         self.forgotten = False
 
     def due(self, run: LiveRun) -> bool:
@@ -455,11 +463,12 @@ class RunKeeper:
     def save_if_due(self, run: LiveRun) -> None:
         if self.due(run):
             self.save(run)
-        elif run.is_active and time.monotonic() - self._progress_at >= PROGRESS_EVERY_S:
-            self._note_progress(run)
+        else:
+            self._note_progress(run, run.is_active)
 
-    def save(self, run: LiveRun) -> bool:
-        """Write ``run`` now (its lock held by the caller); False, with ``problem`` in words, when it failed."""
+    def save(self, run: LiveRun, final: bool = False) -> bool:
+        """Write ``run`` now (its lock held by the caller); False, with ``problem`` in words, when it failed.
+        ``final``: the process stops after this save, so nothing the run does is lost even while it trains."""
         if self.forgotten:
             return False
         try:
@@ -469,7 +478,7 @@ class RunKeeper:
                     _write_atomically(self.folder / f"snap-{step}", _seal(self.keys.key, weights))
                     self.written[step] = id(weights)
             _write_atomically(self.folder / "state", _seal(self.keys.key, self._state(run)))
-            self._note_progress(run)
+            self._note_progress(run, run.is_active and not final)
             kept = {f"snap-{step}" for step, _ in run.snapshots}
             for entry in self.folder.glob("snap-*"):
                 if entry.name not in kept:
@@ -502,13 +511,14 @@ class RunKeeper:
             "saved_at": time.time(),
         }
 
-    def _note_progress(self, run: LiveRun) -> None:
-        self._progress_at = time.monotonic()
-        if run.step == self._progress_step:
+    def _note_progress(self, run: LiveRun, training: bool) -> None:
+        """Note the step the run reached and whether it trains on (a few hundred bytes, after every chunk)."""
+        if (run.step, training) == self._noted:
             return
         try:
-            _write_atomically(self.folder / "progress", _seal(self.keys.key, {"step": run.step}))
-            self._progress_step = run.step
+            note = _seal(self.keys.key, {"step": run.step, "training": training})
+            _write_atomically(self.folder / "progress", note, sync=False)  # after every chunk: kept light
+            self._noted = (run.step, training)
         except OSError:
             pass  # the next save says what is wrong with the folder
 
@@ -525,12 +535,15 @@ def drain(runs: Iterable[LiveRun] | None = None, wait_s: float = 5.0) -> int:
     saved = 0
     for run in list(LiveRun._alive if runs is None else runs):
         keeper = run.keeper
-        if keeper is None or keeper.forgotten or run.step == keeper.saved_step:
+        if keeper is None or keeper.forgotten or keeper.saved_step is None:
             continue
         if not run.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             continue
         try:
-            saved += keeper.save(run)
+            if run.step == keeper.saved_step:
+                keeper._note_progress(run, training=False)  # saved already: say that nothing after it is lost
+            else:
+                saved += keeper.save(run, final=True)
         finally:
             run.lock.release()
     return saved
