@@ -59,7 +59,9 @@ except ValueError as err:
 config = HandConfig(bits=bits, weights=weights, nonlinearity=nonlinearity)
 run = hand_run(config)
 scores = quiz_scores(config)
-t = step_controls("handbuilt_step", 0, len(bits), caption=f"time step **t = {{step}}** of {len(bits)}")
+t = step_controls("handbuilt_step", 0, len(bits), caption=f"time step **t = {{step}}** of {len(bits)}",
+                  out_of_range=f"t = {{asked}} is past the end of these {len(bits)} bits, so the page shows "
+                  "t = {step}.")
 # The quiz hides only the step in front of the user; earlier steps are already behind them.
 concealed = frozenset({t}) if quiz and t >= 1 and t not in scores else frozenset()
 mirror_to_link(LINK_PARAMS)

@@ -149,14 +149,25 @@ class Corpus:
 # User text
 
 
+def _looks_like_utf16(raw: bytes) -> bool:
+    """UTF-16 without a byte-order mark: mostly Latin text puts a NUL in every other byte (odd bytes for little-
+    endian, even for big-endian), which binary files almost never do."""
+    sample = raw[: 1 << 16]
+    if len(sample) < 4:
+        return False
+    half = len(sample) // 2
+    return max(sample[1::2].count(0), sample[0::2].count(0)) >= 0.9 * half and sample.count(0) <= 0.6 * len(sample)
+
+
 def corpus_from_user_text(
     data: bytes | str, name: str = "upload", max_bytes: int = MAX_UPLOAD_BYTES, max_vocab: int = MAX_VOCAB
 ) -> Corpus:
     """A corpus from uploaded bytes (decoded as UTF-8) or a str, checked with clear errors.
 
-    Rejects UTF-16 and UTF-32 (by their byte-order mark), binary data (NUL bytes, or more than 5% control
-    characters), non-UTF-8 bytes, texts over ``max_bytes`` (UTF-8 size), under MIN_TEXT_CHARS characters or
-    under 2 distinct ones, and more than ``max_vocab`` distinct characters. Windows and old-Mac line ends become "\\n".
+    Rejects UTF-16 and UTF-32 (by their byte-order mark, or UTF-16's NUL in every other byte), binary data (NUL
+    bytes, or more than 5% control characters), non-UTF-8 bytes, texts over ``max_bytes`` (UTF-8 size), under
+    MIN_TEXT_CHARS characters or under 2 distinct ones, and more than ``max_vocab`` distinct characters. Windows
+    and old-Mac line ends become "\\n".
     """
     raw = data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else bytes(data)
     if len(raw) > max_bytes:
@@ -164,6 +175,9 @@ def corpus_from_user_text(
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         raise CorpusError("The file is UTF-16 (or UTF-32) text, not UTF-8. Save it as UTF-8 and upload it again.")
     if b"\x00" in raw:
+        if _looks_like_utf16(raw):
+            raise CorpusError("The file looks like UTF-16 text without a byte-order mark, not UTF-8. Save it as UTF-8 "
+                              "and upload it again.")
         raise CorpusError("This looks like a binary file (it contains NUL bytes), not text. Upload a plain-text file.")
     if isinstance(data, str):
         text = data

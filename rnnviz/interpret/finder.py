@@ -91,7 +91,9 @@ class CellTrace:
     def check(self, cell: CellId) -> None:
         """Raise ValueError, in words, when ``cell`` does not exist in this model."""
         if cell.quantity not in self.quantities:
-            raise ValueError(f"a {self.kind.upper()} has no quantity {cell.quantity!r}; choose {self.quantities}")
+            article = "an" if self.kind in ("rnn", "lstm") else "a"  # "an RNN", "an LSTM", "a GRU"
+            raise ValueError(f"{article} {self.kind.upper()} has no quantity {cell.quantity!r}; choose "
+                             f"{', '.join(self.quantities)}")
         if not 0 <= cell.layer < self.layers or not 0 <= cell.unit < self.hidden:
             raise ValueError(f"{cell.label} is outside layers 0…{self.layers - 1} and units 0…{self.hidden - 1}")
 

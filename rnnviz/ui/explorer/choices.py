@@ -187,15 +187,25 @@ def ensure_cell(trace, rankings, feature: str, text: str, tracks: dict) -> CellI
     """The selected cell; when none (or an impossible one) is selected, the feature's clearest cell, shown
     where the feature varies most."""
     state = st.session_state
-    try:
-        cell = CellId(int(state[LAYER]), int(state[UNIT]), str(state[QUANTITY]))
-        trace.check(cell)
-        return cell
-    except (KeyError, ValueError, TypeError):
-        best = rankings[feature].clearest or rankings[feature].best
-        cell = best.cell if best is not None else CellId(0, 0, "h")
-        select_cell(cell, showcase(text, tracks[feature])[1])
-        return cell
+    best = rankings[feature].clearest or rankings[feature].best
+    clearest = best.cell if best is not None else CellId(0, 0, "h")
+    chosen = state.get(LAYER), state.get(UNIT), state.get(QUANTITY)
+    if any(value is not None for value in chosen):  # a cell chosen, or named (in part) by a link
+        layer, unit, quantity = (value if value is not None else default
+                                 for value, default in zip(chosen, (clearest.layer, clearest.unit, clearest.quantity),
+                                                           strict=True))
+        try:
+            cell = CellId(int(layer), int(unit), str(quantity))
+            trace.check(cell)
+        except (ValueError, TypeError) as err:  # a link's cell that this model does not have
+            st.warning(f"The cell in the link is not in this model ({literal(str(err))}), so the page shows "
+                       f"{clearest.label}, the clearest {literal(feature)} cell, instead.", icon=":material/link_off:")
+        else:
+            if None in chosen:
+                select_cell(cell)
+            return cell
+    select_cell(clearest, showcase(text, tracks[feature])[1])
+    return clearest
 
 
 def default_feature(rankings, syntax: str) -> str:

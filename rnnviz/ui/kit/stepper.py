@@ -27,9 +27,15 @@ def clamp_step(key: str, first: int, last: int) -> int:
     return value
 
 
-def step_controls(key: str, first: int, last: int, caption: str = "") -> int:
-    """Four buttons in a row and a caption (``{step}`` in it becomes the index); returns the index in [first, last]."""
+def step_controls(key: str, first: int, last: int, caption: str = "", out_of_range: str = "") -> int:
+    """Four buttons in a row and a caption (``{step}`` in it becomes the index); returns the index in [first, last].
+
+    ``out_of_range`` is said when the index asked for (by a link, or before the sequence shrank) was outside and
+    was moved in: ``{asked}`` and ``{step}`` in it become the two."""
+    asked = st.session_state.get(key, first)
     current = clamp_step(key, first, last)
+    if out_of_range and asked != current:
+        st.warning(out_of_range.format(asked=asked, step=current), icon=":material/link_off:")
     cols = st.columns([1, 1, 1, 1.3, 3], vertical_alignment="center")
     cols[0].button("First", key=f"{key}_first", icon=":material/first_page:", on_click=_move, args=(key, first),
                    disabled=current == first, width="stretch")
