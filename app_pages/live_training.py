@@ -64,6 +64,7 @@ with st.expander("Settings: preset, corpus, model and training", expanded=True, 
 
 with controls_area:
     run = live.current_run()
+    drawn_state = live.run_state(run)  # what the controls show; another tab of the run may change it
     live.controls(run, pending)
     live.keep_run_in_address(run)
     if run is not None:
@@ -82,22 +83,28 @@ with controls_area:
 def training_panel() -> None:
     """Reruns by itself while the run trains: draws the run as it stands, then trains one chunk."""
     run = live.current_run()
-    if run is None:
-        st.rerun()  # reset meanwhile: redraw the page
+    if run is None or not run.is_active:
+        st.rerun()  # reset, paused, finished or halted (here or in another tab of the run): the controls change
     # Draw first, then train one chunk: everything on screen is fresh while the chunk runs (drawn after it, the
     # panel would sit greyed out as "stale" for most of the time); the next rerun shows the new step.
     watch.watch_panel(run)
-    if run.is_active:  # False when a late timer tick follows a Pause: then only draw
-        # A click may have started this script thread while the last one still trains its chunk: then train
-        # on the next rerun, so that the click is answered at once.
-        run.tick_unless_busy(training_slots(), live.owner(), live.CHUNK_SECONDS)
-        if not run.is_active:
-            st.rerun()  # finished or halted by itself: the controls change too
+    # A click may have started this script thread while the last one still trains its chunk (or another tab of the
+    # run trains it now): then train on the next rerun, so that the click is answered at once.
+    run.tick_unless_busy(training_slots(), live.owner(), live.CHUNK_SECONDS)
+    if not run.is_active:
+        st.rerun()  # finished or halted by itself: the controls change too
 
 
 @st.fragment
 def stopped_panel() -> None:
     watch.watch_panel(live.current_run())
+
+
+@st.fragment(run_every=live.FOLLOW_EVERY)
+def follow_other_tabs(drawn: tuple) -> None:
+    """While the run stands still here, another tab of it may Start, Step or Reset it: redraw when it did."""
+    if live.run_state(live.current_run()) != drawn:
+        st.rerun()
 
 
 with panel_area:
@@ -110,6 +117,7 @@ with panel_area:
         training_panel()
     else:
         stopped_panel()
+        follow_other_tabs(drawn_state)
 
 with st.expander("Walkthrough: \"hello\" with a 4-character vocabulary", icon=":material/school:"):
     hello_walkthrough()

@@ -200,6 +200,7 @@ class LiveRun:
         self.remote = None  # a RemoteTraining (rnnviz.charlm.backend) that trains this run elsewhere; None: here
         self.notice: str | None = None  # something the page must say once more than the status (a recovered worker)
         self.keeper = None  # a RunKeeper (rnnviz.charlm.durable) that saves this run to disk; None: kept nowhere
+        self.discarded = False  # Reset in some tab: no tab may train or show it any more
         # Held while training or changing the run. A host may run two threads on one session for a moment
         # (Streamlit starts a new script thread on a click while the old one finishes its chunk); whoever
         # reads the weights (sampling, a checkpoint) holds it too, so they never see half an update.
@@ -227,10 +228,20 @@ class LiveRun:
 
     @_locked
     def forget(self) -> None:
-        """Reset: what keeps this run on disk deletes it, and nothing more is written."""
+        """What keeps this run on disk deletes it, and nothing more is written."""
         if self.keeper is not None:
             self.keeper.forget()
             self.keeper = None
+
+    @_locked
+    def discard(self) -> None:
+        """Reset: the run stops training for good, for every tab that holds it (each lets it go when it sees
+        ``discarded``), and its files on disk go."""
+        if self.is_active:
+            self.status = Status.PAUSED
+        self.discarded = True
+        self.message = "This run was reset and discarded."
+        self.forget()
 
     @classmethod
     def count_alive(cls) -> int:
@@ -284,6 +295,8 @@ class LiveRun:
     def start(self) -> None:
         """Ask for training chunks; a finished run must get a larger budget first, a lost one resumes from its
         last checkpoint."""
+        if self.discarded:
+            return
         if self.status == Status.LOST and self.remote is not None:
             self.remote.restore(self)
         self.notice = None
@@ -377,7 +390,7 @@ class LiveRun:
     def step_once(self, slots: TrainingSlots, owner: Hashable, max_seconds: float) -> list[StepRecord]:
         """One chunk on demand (the Step button) for a run that is not training: it needs a free slot now,
         takes no place in the queue, and gives the slot back afterwards."""
-        if self.is_active:
+        if self.is_active or self.discarded:
             return []
         if self.status == Status.LOST and self.remote is not None:
             self.remote.restore(self)  # a Step after a lost worker trains on from the last checkpoint

@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, quote, unquote_plus, urlparse
 
 import pytest
 import torch
+from playwright.sync_api import expect
 
 from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.ui.kit.corpora import CORPUS_LABELS
@@ -61,6 +62,13 @@ def pause(page) -> int:
     wait_for(lambda: page.get_by_text("Paused at step").count() > 0, 30, "the pause")
     wait_idle(page)
     return int(number(page, "Step"))
+
+
+def live_address(page) -> str | None:
+    """The tab's address once it names its run (the page writes it with history.replaceState, which Playwright's
+    page.url may report late)."""
+    address = page.evaluate("() => location.href")
+    return address if run_token(address) else None
 
 
 def has_run(page) -> bool:
@@ -151,8 +159,8 @@ def test_a_stranger_sees_nothing_a_forged_address_is_refused_and_an_expired_one_
 
 
 def inside_first_screen(page, locator, what: str) -> None:
-    box = locator.bounding_box()
-    assert box is not None, f"{what} is not shown"
+    # The running fragment replaces the panel four times a second: a look may fall between two drawings.
+    box = wait_for(locator.bounding_box, 5, f"{what} to be shown", poll_s=0.1)
     assert box["y"] >= 0 and box["y"] + box["height"] <= VIEW["height"], f"{what} is off the first screen: {box}"
 
 
@@ -195,3 +203,31 @@ def test_the_first_screen_shows_what_the_class_watches(page, server):
     wait_for(lambda: corpus.is_visible(), 10, "the settings to reopen")
     pause(page)
     assert no_exception(page)
+
+
+def test_two_tabs_of_one_run_follow_each_other_and_reset_in_one_ends_it_in_both(page, server):
+    open_app_page(page, server, f"{URL}?preset={TINY_RNN}")
+    choose(page, "Built-in corpus", HELLO)
+    click(page, "Step")
+    wait_for(lambda: (number(page, "Step") or 0) > 0, 60, "the first chunk")
+    address = wait_for(lambda: live_address(page), 30, "the run's address")
+    other = page.context.new_page()  # the same run in a second tab
+    other.goto(address, wait_until="domcontentloaded")
+    other.wait_for_selector("h1")
+    wait_idle(other)
+    assert number(other, "Step") == number(page, "Step")
+
+    click(other, "Start")  # the second tab starts it; the first, standing still, follows by itself
+    expect(page.get_by_role("button", name="Pause", exact=True)).to_be_enabled(timeout=10_000)
+    wait_for(lambda: (number(page, "Step") or 0) > (number(other, "Step") or 0) - 200, 10, "the first tab's count")
+    click(page, "Pause")  # the first tab pauses it; the second shows the same pause, with Start ready
+    for tab in (page, other):
+        expect(tab.get_by_role("button", name="Start", exact=True)).to_be_enabled(timeout=10_000)
+        tab.get_by_text("Paused at step").first.wait_for(timeout=10_000)
+    wait_for(lambda: number(page, "Step") == number(other, "Step"), 10, "both tabs at the same step")
+
+    click(page, "Reset")  # trained for seconds: no confirmation; the second tab lets the run go too
+    other.get_by_text("This run was reset in another tab").wait_for(timeout=10_000)
+    assert not has_run(other) and not has_run(page)
+    assert run_token(other.evaluate("() => location.href")) is None
+    assert no_exception(page) and no_exception(other)

@@ -36,6 +36,7 @@ from rnnviz.ui.live.setup import REVERT_BUILTIN, SOURCES, active_corpus, adopt_r
 
 CHUNK_SECONDS = 0.4  # training per fragment rerun: a click waits at most this long
 RERUN_EVERY = 0.25  # seconds between the running fragment's reruns (a rerun that is due waits for the last)
+FOLLOW_EVERY = 0.75  # seconds between a still tab's looks at its run: another tab of the run may have changed it
 CONFIRM_RESET_AFTER_S = 60.0  # Reset asks first once the model has trained this long
 
 PENDING_ACTION = key("pending_action")  # "start" or "step", waiting for Tiny Shakespeare's download
@@ -69,7 +70,22 @@ def owner() -> str:
 
 
 def current_run() -> LiveRun | None:
-    return st.session_state.get(LIVE_RUN_KEY)
+    """This session's run; a run that another tab of it reset is let go here too, with a notice."""
+    run = st.session_state.get(LIVE_RUN_KEY)
+    if run is not None and run.discarded:
+        RUN_ADDRESS.let_go(run.token)
+        st.session_state.pop(LIVE_RUN_KEY, None)
+        st.session_state.pop(CONFIRM_RESET, None)
+        _notice("warning", "This run was reset in another tab that had it open, which discards it for good. Press "
+                "Start for a new run.")
+        return None
+    return run
+
+
+def run_state(run: LiveRun | None) -> tuple:
+    """What the controls and the status line are drawn from: when it changes, a tab redraws them (another tab of
+    the same run pressed Start, Pause, Step or Reset)."""
+    return (None,) if run is None else (id(run), run.status, run.step, run.discarded)
 
 
 def _run_elsewhere(token: str) -> LiveRun | None:
@@ -190,7 +206,7 @@ def _reset() -> None:
     run = current_run()
     if run is not None:
         run.release()  # a Ray actor is killed at once, not when the run is collected
-        run.forget()  # and its files on disk go: Reset discards the run for good
+        run.discard()  # for every tab that holds it, and its files on disk go: Reset discards the run for good
         RUN_ADDRESS.let_go(run.token)
     st.session_state.pop(LIVE_RUN_KEY, None)
     st.session_state.pop(CONFIRM_RESET, None)
