@@ -10,7 +10,7 @@ import streamlit as st
 
 from rnnviz.core.runtime import configure_cpu
 from rnnviz.ui.app.navigation import build_navigation, course_footer, render_sidebar
-from rnnviz.ui.app.sessions import reap_expired_sessions
+from rnnviz.ui.app.sessions import limit_malloc_arenas, reap_expired_sessions
 from rnnviz.ui.app.warmup import warm_up_once
 
 st.set_page_config(page_title="rnnviz", page_icon=":material/cycle:", layout="wide")
@@ -18,6 +18,7 @@ configure_cpu()
 # The server's own thread answers health checks and carries every tab's messages; it asks for the GIL
 # between training threads, and gets it within 1 ms instead of Python's default 5 ms.
 sys.setswitchinterval(0.001)
+limit_malloc_arenas()  # a closed tab's memory comes back to the system over a day of sessions (cheap; kept by glibc)
 warm_up_once()
 reap_expired_sessions()
 page = build_navigation()

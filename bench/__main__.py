@@ -38,6 +38,7 @@ BENCHMARKS = [
     "hidden_state_page",
     "sample_speed",
     "run_save",
+    "soak",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

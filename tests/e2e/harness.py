@@ -67,7 +67,8 @@ def streamlit_server(extra_args: tuple[str, ...] = (), env: dict | None = None):
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
            *extra_args]
     log = open(ROOT / "tests" / "e2e" / f".server-{port}.log", "w")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    env = {**os.environ, "MALLOC_ARENA_MAX": "2", **(env or {})}  # as `make run` starts it
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(base_url)

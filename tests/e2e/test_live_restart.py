@@ -35,7 +35,8 @@ SAVE_EVERY_S = 2
 def server_process(run_dir: Path, env: dict | None = None):
     """A server of its own on ``run_dir``: yields (base URL, process); stopped afterwards if still running."""
     port = free_port()
-    env = {**os.environ, "RNNVIZ_RUN_DIR": str(run_dir), "RNNVIZ_SAVE_EVERY_S": str(SAVE_EVERY_S), **(env or {})}
+    env = {**os.environ, "MALLOC_ARENA_MAX": "2", "RNNVIZ_RUN_DIR": str(run_dir),
+           "RNNVIZ_SAVE_EVERY_S": str(SAVE_EVERY_S), **(env or {})}
     log = open(run_dir.parent / f"server-{port}.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.port", str(port), "--server.address", "127.0.0.1",
