@@ -23,6 +23,9 @@ def test_explorer_loads_and_a_ranked_cell_recolours_the_text(page, base_url):
     page.get_by_role("heading", name="1. Colour the text by one cell").evaluate("e => e.scrollIntoView()")
     screenshot(page, "hidden-cell-explorer-python")
     colouring = "document.querySelector(\"[data-testid='stHtml']\").innerHTML"
+    # st.html is drawn by a component the browser loads on first use: under load the page is idle a moment
+    # before the colouring is there (grey placeholders in a failed run's screenshot). Wait for the colouring.
+    page.wait_for_selector("[data-testid='stHtml']", timeout=60_000)
     page.evaluate(f"() => {{ window.colouringBefore = {colouring}; }}")
     page.get_by_role("button", name="Show").nth(2).click()
     # The click's rerun may not have started when click() returns: wait for the colouring itself to change.
