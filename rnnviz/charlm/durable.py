@@ -40,7 +40,6 @@ import shutil
 import sys
 import threading
 import time
-import tomllib
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -48,6 +47,7 @@ from pathlib import Path
 
 import torch
 
+from rnnviz.charlm.backend import SETTINGS_FILE, _file_settings  # [rnnviz] run_dir, save_every_s, …
 from rnnviz.charlm.checkpoint import FORMAT_VERSION, CheckpointError, _to_cpu_inplace, _validate
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, Corpus, CorpusError, load_builtin
 from rnnviz.charlm.live import LiveRun, LiveSettings, SampleRecord, Status
@@ -55,7 +55,6 @@ from rnnviz.charlm.train import Trainer
 
 RUN_DIR_ENV = "RNNVIZ_RUN_DIR"  # where runs are saved; "off" keeps nothing
 SAVE_EVERY_ENV = "RNNVIZ_SAVE_EVERY_S"  # seconds of training between saves
-SETTINGS_FILE = Path(".streamlit") / "rnnviz.toml"  # [rnnviz] run_dir, save_every_s, run_retention_days, run_dir_max_mb
 DEFAULT_SAVE_EVERY_S = 60.0  # a restart loses at most this much training
 DEFAULT_SAVE_EVERY_STEPS = 5_000  # and at most this many steps (a tiny model takes thousands a minute)
 DEFAULT_RETENTION_DAYS = 7.0  # a run not opened for this long is deleted
@@ -105,12 +104,7 @@ def store_setting(environ: dict | None = None, settings_file: Path = SETTINGS_FI
     """The run folder and its limits from the environment (first), ``[rnnviz]`` in the settings file, or the
     defaults."""
     environ = os.environ if environ is None else environ
-    try:
-        with settings_file.open("rb") as handle:
-            file = tomllib.load(handle).get("rnnviz", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        file = {}
-    file = file if isinstance(file, dict) else {}
+    file = _file_settings(settings_file)
     folder, source = environ.get(RUN_DIR_ENV, "").strip(), f"${RUN_DIR_ENV}"
     if not folder and file.get("run_dir"):
         folder, source = str(file["run_dir"]).strip(), f"run_dir in {settings_file}"
