@@ -32,6 +32,14 @@ if not os.environ.get("RNNVIZ_RUN_DIR"):
     atexit.register(shutil.rmtree, os.environ["RNNVIZ_RUN_DIR"], True)
 
 
+# Every Ray that the tests start (in this process, or in a server they start) keeps its sockets on 127.0.0.1: set
+# before anything imports Ray, which reads it once. tests/test_ray_backend.py checks that nothing listens elsewhere.
+from rnnviz.charlm.ray_backend import LOOPBACK_ONLY_ENV  # noqa: E402 (after the settings above)
+
+for _name, _value in LOOPBACK_ONLY_ENV.items():
+    os.environ.setdefault(_name, _value)
+
+
 def _scan_component_manifests_once() -> None:
     """Every AppTest starts a Streamlit runtime, which scans all installed packages for components (about 0.2 s
     of metadata parsing with this environment's 170 packages, 165 times in a run). A server scans once at its

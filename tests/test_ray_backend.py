@@ -18,13 +18,16 @@ from torch.testing import assert_close
 
 from rnnviz.charlm.backend import BackendSetting
 from rnnviz.charlm.corpus import Corpus, english_docs_text
+from rnnviz.charlm.durable import RunKeys
 from rnnviz.charlm.live import LiveRun, LiveSettings, Status
+from rnnviz.charlm.ray_backend import LOOPBACK_ONLY_ENV
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
-from tests.ray_clusters import local_cluster, ray, shutdown_all
+from tests.ray_clusters import beyond_loopback, listening_sockets, local_cluster, ray, shutdown_all
 
 TINY = TrainConfig(kind="lstm", hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu", seed=5)
 ENDLESS = LiveSettings(step_budget=1_000_000, sample_every=50, sample_length=20, eval_chars=300)
+RAY_INLINE_LIMIT = 100 * 1024  # Ray's max_direct_call_object_size: larger arguments go to the object store
 UNUSED = TrainingSlots(1)  # a run on Ray polls; this process's slots are not asked
 
 
@@ -56,8 +59,8 @@ def tick_until(runs, condition, what: str, timeout: float = 90.0, chunk: float =
 
 
 def past_a_checkpoint(run: LiveRun) -> None:
-    """Short chunks until a checkpoint is written and the page has seen steps after it."""
-    tick_until([run], lambda: run.remote.checkpoint_step is not None and run.step > run.remote.checkpoint_step,
+    """Short chunks until the actor saved the run after some training and the page has seen steps after that."""
+    tick_until([run], lambda: (run.remote.checkpoint_step or 0) > 0 and run.step > run.remote.checkpoint_step,
                "a checkpoint and steps after it", chunk=0.02)
 
 
@@ -74,11 +77,21 @@ def children_of(pid: int) -> dict[int, str]:
     return children
 
 
-def checkpoint_on_disk(run: LiveRun) -> int:
-    """The step of the run's checkpoint file as it is now, read independently of the actor."""
-    from rnnviz.charlm.checkpoint import load_checkpoint
+def saved_checkpoint(run: LiveRun):
+    """The run's last save in its folder as it is now, read independently of the actor (and of ``RayRun``'s
+    store)."""
+    from rnnviz.charlm.ray_backend import run_store
 
-    return load_checkpoint(run.remote.checkpoint_path).step
+    return run_store(run.remote.root).saved_checkpoint(RunKeys.of(run.token))
+
+
+def checkpoint_on_disk(run: LiveRun) -> int:
+    return saved_checkpoint(run).step
+
+
+def saved(run: LiveRun) -> bool:
+    """Whether the run's folder holds a save (its ``state`` file)."""
+    return os.path.exists(os.path.join(run.remote.run_folder, "state"))
 
 
 def actor_info(run: LiveRun) -> dict:
@@ -116,8 +129,21 @@ def test_a_run_trains_on_an_actor_and_comes_back_exact(tmp_path, corpus):
     run.release()
 
 
+def test_nothing_of_the_local_cluster_listens_beyond_loopback(tmp_path, corpus):
+    """The GCS, the raylet, the agents and the worker of a training run all listen on 127.0.0.1 only."""
+    from rnnviz.charlm.ray_backend import connect
+
+    local_cluster()
+    run = ray_run(corpus, connect(setting(tmp_path)))
+    run.start()
+    tick_until([run], lambda: run.step > 0, "training")
+    sockets = listening_sockets(os.getpid())
+    assert {"gcs_server", "raylet"} <= {name for _, _, name in sockets}  # Ray's own servers are among them
+    assert beyond_loopback(os.getpid()) == []
+    run.release()
+
+
 def test_a_killed_actor_is_lost_with_the_steps_stated_and_resumes_from_its_checkpoint(tmp_path, corpus):
-    from rnnviz.charlm.checkpoint import load_checkpoint
     from rnnviz.charlm.ray_backend import connect
 
     local_cluster()
@@ -128,7 +154,7 @@ def test_a_killed_actor_is_lost_with_the_steps_stated_and_resumes_from_its_check
     ray.kill(run.remote.actor, no_restart=True)  # mid-chunk: two chunks are in flight
     tick_until([run], lambda: run.status == Status.LOST, "the loss to be seen")
     shown = run.step  # what the page showed when it saw the loss (chunks done before the kill count)
-    checkpoint = load_checkpoint(run.remote.checkpoint_path)
+    checkpoint = saved_checkpoint(run)
     lost = shown - checkpoint.step  # the actor may have written one more checkpoint than the page had seen
     assert f"lost at step {shown:,}" in run.message and f"from step {checkpoint.step:,}" in run.message
     if lost > 0:
@@ -144,12 +170,17 @@ def test_a_killed_actor_is_lost_with_the_steps_stated_and_resumes_from_its_check
     run.release()
 
 
-def test_a_sigkilled_worker_restarts_by_itself_from_the_checkpoint(tmp_path, corpus):
+def test_a_sigkilled_worker_restarts_by_itself_from_the_checkpoint(tmp_path):
+    """With a real corpus: its text is far above Ray's inline limit for arguments (100 KiB), so were it an
+    argument of the actor's constructor, Ray would keep it in the object store and a restart could not get it
+    back (it died with ReferenceCountingAssertionError, and the run waited for a click)."""
     from rnnviz.charlm.ray_backend import connect
 
+    text = english_docs_text()
+    assert len(text.encode()) > 4 * RAY_INLINE_LIMIT
     local_cluster()
     connection = connect(setting(tmp_path, every=60, restarts=1))
-    run = ray_run(corpus, connection)
+    run = ray_run(Corpus("docs", text), connection)
     run.start()
     past_a_checkpoint(run)
     pid = actor_info(run)["pid"]
@@ -189,8 +220,8 @@ def test_the_token_finds_the_actor_again_from_another_replica(tmp_path, corpus):
         at = found.step
         tick_until([found], lambda: found.step > at + 5, "the found run to train on")
         assert found.status == Status.RUNNING
-        tick_until([found], lambda: os.path.exists(found.remote.checkpoint_path), "a checkpoint on disk")
-        return found.remote.name, found.remote.checkpoint_path, at
+        tick_until([found], lambda: saved(found), "a checkpoint on disk")
+        return found.remote.name, found.remote.run_folder, at
 
     # That replica only mirrored the run: when its copy goes, the actor and the checkpoint stay for the replica
     # that owns the run. (It used to kill the one and delete the other.)
@@ -217,8 +248,8 @@ def test_a_mirror_of_a_run_nobody_trains_frees_the_orphan_actor_and_keeps_its_ch
     connection = connect(setting(tmp_path))
     run = ray_run(corpus, connection)
     run.start()
-    tick_until([run], lambda: os.path.exists(run.remote.checkpoint_path), "a checkpoint on disk")
-    name, path = run.remote.name, run.remote.checkpoint_path
+    tick_until([run], lambda: saved(run), "a checkpoint on disk")
+    name, path = run.remote.name, run.remote.run_folder
     run.remote._finalizer.detach()  # the replica that started it is gone: its copy stops asking, frees nothing
 
     def reattach_and_leave() -> None:
@@ -238,8 +269,7 @@ def test_a_mirror_of_a_run_nobody_trains_frees_the_orphan_actor_and_keeps_its_ch
             break  # freed
         assert time.monotonic() < deadline, "the orphan actor outlived the last mirror of its run"
         time.sleep(0.2)
-    assert os.path.exists(path)  # the run's state stays on disk
-    os.unlink(path)
+    assert os.path.exists(os.path.join(path, "state"))  # the run's state stays on disk
 
 
 def test_the_actor_of_a_run_whose_session_ended_is_killed(tmp_path, corpus):
@@ -252,7 +282,7 @@ def test_the_actor_of_a_run_whose_session_ended_is_killed(tmp_path, corpus):
     runs = [ray_run(corpus, connection)]
     runs[0].start()
     tick_until(runs, lambda: runs[0].step > 0, "training")
-    name, path = runs[0].remote.name, runs[0].remote.checkpoint_path
+    name, path = runs[0].remote.name, runs[0].remote.run_folder
     assert ray.get_actor(name, namespace=NAMESPACE) is not None
     runs.clear()  # the session was dropped after the disconnected-session TTL: nothing refers to the run any more
     gc.collect()
@@ -342,6 +372,30 @@ def test_a_private_ray_started_from_a_script_thread_outlives_that_thread(tmp_pat
 
     assert ray.get(answer.remote(), timeout=60) == 42 and ray.get(made[0].queue.waiting.remote(), timeout=30) == 0
     shutdown_all()
+
+
+def test_a_private_ray_of_the_app_keeps_to_loopback_by_itself(tmp_path):
+    """RNNVIZ_RAY_ADDRESS=local in a server started without Ray's loopback switch (as `make run` starts it): the
+    private Ray that it starts listens on 127.0.0.1 only. Without the switch, Ray on Linux takes this machine's
+    interface address and listens on all interfaces."""
+    import subprocess
+    import sys
+
+    environ = {k: v for k, v in os.environ.items() if k not in LOOPBACK_ONLY_ENV}
+    script = ("import sys; from rnnviz.charlm.backend import BackendSetting; "
+              "from rnnviz.charlm.ray_backend import connect; "
+              f"c = connect(BackendSetting('local', {str(tmp_path)!r}, 60, 0, 'the test')); "
+              "print('ok' if c.ok else c.message, flush=True); sys.stdin.read()")
+    server = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, env=environ, cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert server.stdout.readline().strip() == "ok"
+        sockets = listening_sockets(server.pid)
+        assert {"gcs_server", "raylet"} <= {name for _, _, name in sockets}
+        assert beyond_loopback(server.pid) == []
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
 
 
 def test_an_unreachable_cluster_is_said_in_words_and_training_stays_here(tmp_path, corpus):

@@ -9,7 +9,7 @@ import pytest
 
 from rnnviz.charlm.corpus import Corpus, english_docs_text
 from rnnviz.charlm.live import Status
-from tests.ray_clusters import ray, shutdown_all, two_nodes
+from tests.ray_clusters import beyond_loopback, listening_sockets, ray, shutdown_all, two_nodes
 from tests.test_ray_backend import actor_info, checkpoint_on_disk, past_a_checkpoint, ray_run, setting, tick_until
 
 
@@ -50,6 +50,20 @@ def test_three_students_on_two_cpus_queue_across_the_cluster(tmp_path, corpus, c
     assert second.status == Status.FINISHED and second.remote.actor is None  # its CPU is free at once
     for run in (first, second, third):
         run.release()
+
+
+def test_nothing_of_the_two_node_cluster_listens_beyond_loopback(tmp_path, corpus, cluster):
+    import os
+
+    from rnnviz.charlm.ray_backend import connect
+
+    run = ray_run(corpus, connect(setting(tmp_path, address=cluster.address)))
+    run.start()
+    tick_until([run], lambda: run.step > 0, "training")
+    names = [name for _, _, name in listening_sockets(os.getpid())]
+    assert names.count("raylet") >= 2 * 2 and "gcs_server" in names  # both nodes' raylets (two servers each)
+    assert beyond_loopback(os.getpid()) == []
+    run.release()
 
 
 def test_a_run_whose_node_is_removed_comes_back_on_the_other_node(tmp_path, corpus, cluster):

@@ -149,13 +149,19 @@ class StoreSummary:
     bytes: int
 
 
-class _Keys:
-    """What a token gives: the run's folder name and the key its files are authenticated with."""
+@dataclass(frozen=True)
+class RunKeys:
+    """What a token gives: the run's folder name and the key its files are authenticated with. A Ray actor gets
+    these (never the token, which is the run's address) to read and write its run's folder."""
 
-    def __init__(self, token: str):
+    name: str
+    key: bytes
+
+    @classmethod
+    def of(cls, token: str) -> RunKeys:
         secret = token.encode("utf-8", "surrogatepass")
-        self.name = hmac.new(secret, b"rnnviz run folder", hashlib.sha256).hexdigest()
-        self.key = hmac.new(secret, b"rnnviz run files", hashlib.sha256).digest()
+        return cls(hmac.new(secret, b"rnnviz run folder", hashlib.sha256).hexdigest(),
+                   hmac.new(secret, b"rnnviz run files", hashlib.sha256).digest())
 
 
 def _seal(key: bytes, value) -> bytes:
@@ -210,13 +216,17 @@ def _sha256(text: str) -> str:
 class RunStore:
     """Runs saved on disk by the token in their address (see the module docstring)."""
 
-    def __init__(self, setting: StoreSetting, builtin: Callable[[str], Corpus] | None = None):
+    def __init__(self, setting: StoreSetting, builtin: Callable[[str], Corpus] | None = None,
+                 corpus_in_full: bool = False):
         if setting.folder is None:
             raise ValueError("this RunStore's setting keeps nothing (folder None)")
         self.setting = setting
         self.folder = setting.folder
         # Reads a built-in corpus by name (the app passes its shared, never-downloading reader).
         self.builtin = builtin or load_builtin
+        # Every corpus kept as text, built-in ones too: a store that other machines read (a Ray cluster's folder),
+        # where a node may not have the server's built-in corpora (Tiny Shakespeare is downloaded on demand).
+        self.corpus_in_full = corpus_in_full
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(self.folder, 0o700)  # mkdir's mode is masked by umask, and an existing folder keeps its own
         self._builtin_digests: dict[str, str] = {}
@@ -227,9 +237,9 @@ class RunStore:
 
     # -- saving ---------------------------------------------------------------------------------------------
 
-    def keeper(self, run: LiveRun) -> RunKeeper:
-        """What keeps ``run`` (which must have its token) saved here."""
-        keeper = RunKeeper(self, run.token)
+    def keeper(self, run: LiveRun, keys: RunKeys | None = None) -> RunKeeper:
+        """What keeps ``run`` saved here, under its token (or under ``keys`` where only they are known)."""
+        keeper = RunKeeper(self, keys or RunKeys.of(run.token))
         with self._lock:
             earlier = self._held.get(keeper.keys.name)
             if earlier is not None:  # a copy of the run from before it was restored again: it must not write over
@@ -240,7 +250,7 @@ class RunStore:
     def _corpus_record(self, corpus: Corpus) -> dict:
         """A built-in corpus is kept by name and digest (it is on every server); any other text in full."""
         digest = _sha256(corpus.text)
-        if corpus.name in BUILTIN_CORPORA and self._builtin_digest(corpus.name) == digest:
+        if not self.corpus_in_full and corpus.name in BUILTIN_CORPORA and self._builtin_digest(corpus.name) == digest:
             return {"name": corpus.name, "sha256": digest, "text": None}
         return {"name": corpus.name, "sha256": digest, "text": corpus.text}
 
@@ -255,17 +265,21 @@ class RunStore:
     # -- restoring ------------------------------------------------------------------------------------------
 
     def has(self, token: str) -> bool:
-        return (self.folder / _Keys(token).name / "state").is_file()
+        return (self.folder / RunKeys.of(token).name / "state").is_file()
 
     def restore(self, token: str) -> Restored | None:
         """The run saved under ``token``, paused, with the same token; None when nothing is saved under it.
 
         A file that is there but unusable (altered, foreign, damaged, a corpus that changed) is a StoredRunError
         in words."""
-        keys = _Keys(token)
-        folder = self.folder / keys.name
+        restored = self.restore_keys(RunKeys.of(token))
+        if restored is not None:
+            restored.run.token = token
+        return restored
+
+    def _read_state(self, keys: RunKeys) -> dict | None:
         try:
-            raw = (folder / "state").read_bytes()
+            raw = (self.folder / keys.name / "state").read_bytes()
         except FileNotFoundError:
             return None
         except OSError as err:
@@ -273,6 +287,25 @@ class RunStore:
         state = _unseal(keys.key, raw, "run")
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise StoredRunError("The saved run was written by another version of rnnviz and cannot be restored.")
+        return state
+
+    def saved_checkpoint(self, keys: RunKeys):
+        """The checkpoint (rnnviz.charlm.checkpoint.Checkpoint) of the run saved under ``keys``, without building
+        the run: the step and exact state a lost Ray worker's run resumes from. None when nothing is saved."""
+        state = self._read_state(keys)
+        if state is None:
+            return None
+        try:
+            return _validate(state["checkpoint"])
+        except (CheckpointError, KeyError, TypeError, ValueError) as err:
+            raise StoredRunError(f"The saved run cannot be restored: {err}") from None
+
+    def restore_keys(self, keys: RunKeys) -> Restored | None:
+        """``restore`` for whoever holds the run's keys but not its token (a Ray actor): the run has no token."""
+        folder = self.folder / keys.name
+        state = self._read_state(keys)
+        if state is None:
+            return None
         try:
             checkpoint = _validate(state["checkpoint"])
             corpus = self._corpus(state["corpus"])
@@ -292,7 +325,6 @@ class RunStore:
             raise StoredRunError(f"The saved run cannot be restored: {err}") from None
         except (KeyError, TypeError, ValueError, RuntimeError) as err:
             raise StoredRunError(f"The saved run is malformed ({type(err).__name__}: {err}).") from None
-        run.token = token
         saved_step, saved_at = run.step, float(state["saved_at"])
         reached, was_training = self._progress(keys)
         if run.step >= run.settings.step_budget:
@@ -303,7 +335,7 @@ class RunStore:
         restored = Restored(run, saved_step, reached if known else None, was_training or not known, saved_at)
         run.message = f"Paused at step {run.step:,}, as it was saved. Start continues from here."
         run.notice = restore_notice(restored)
-        keeper = self.keeper(run)
+        keeper = self.keeper(run, keys)
         keeper.saved_step, keeper.saved_elapsed = saved_step, run.elapsed
         keeper.written = {step: id(weights) for step, weights in run.snapshots}
         run.keep_on(keeper)
@@ -324,7 +356,7 @@ class RunStore:
             return corpus
         return Corpus(name, text)
 
-    def _snapshot(self, keys: _Keys, step: int) -> dict:
+    def _snapshot(self, keys: RunKeys, step: int) -> dict:
         try:
             raw = (self.folder / keys.name / f"snap-{step}").read_bytes()
         except OSError:
@@ -334,7 +366,7 @@ class RunStore:
             raise StoredRunError(f"The weight snapshot of step {step:,} is malformed.")
         return weights
 
-    def _progress(self, keys: _Keys) -> tuple[int | None, bool]:
+    def _progress(self, keys: RunKeys) -> tuple[int | None, bool]:
         """(the step of the run's last progress note, whether it was training then); (None, True) unknown."""
         try:
             note = _unseal(keys.key, (self.folder / keys.name / "progress").read_bytes(), "progress note")
@@ -346,7 +378,7 @@ class RunStore:
 
     def delete(self, token: str) -> None:
         """Forget the run of ``token`` for good (Reset)."""
-        shutil.rmtree(self.folder / _Keys(token).name, ignore_errors=True)
+        shutil.rmtree(self.folder / RunKeys.of(token).name, ignore_errors=True)
 
     def summary(self) -> StoreSummary:
         runs, size = 0, 0
@@ -431,14 +463,15 @@ def restore_notice(restored: Restored) -> str:
 class RunKeeper:
     """Keeps one LiveRun saved in a RunStore; the run calls ``save_if_due`` after each chunk (holding its lock)."""
 
-    def __init__(self, store: RunStore, token: str):
+    def __init__(self, store: RunStore, keys: RunKeys):
         self.store = store
-        self.keys = _Keys(token)
+        self.keys = keys
         self.folder = store.folder / self.keys.name
         self.saved_step: int | None = None
         self.saved_elapsed = 0.0
         self.written: dict[int, int] = {}  # snapshot step → id of the weights dict written for it
         self.problem: str | None = None  # why the last save failed, in words; None after a good save
+        self.error: str | None = None  # the system's reason for that failure ("Permission denied", …)
         self.failed_at = -1e9  # run.elapsed when a save last failed: retried a save interval later
         self._noted: tuple[int, bool] | None = None  # (step, training) of the last progress note written
         self.forgotten = False
@@ -480,6 +513,7 @@ class RunKeeper:
                     self.written.pop(int(entry.name[len("snap-"):]), None)
         except OSError as err:
             self.failed_at = run.elapsed
+            self.error = err.strerror or str(err)
             last = f"step {self.saved_step:,}" if self.saved_step is not None else "nothing of it"
             self.problem = (f"Saving this run to disk failed at step {run.step:,} ({err.strerror or err}). It trains "
                             f"on, but a server restart now would bring back {last}. The server's operator can see "

@@ -227,6 +227,12 @@ class LiveRun:
                 self.keeper.save_if_due(self)
 
     @_locked
+    def save_if_due(self) -> None:
+        """Save the run when its keeper says it is due, for a caller that trains it with ``advance`` (a Ray
+        actor: ``tick`` does this itself)."""
+        self._keep()
+
+    @_locked
     def forget(self) -> None:
         """What keeps this run on disk deletes it, and nothing more is written."""
         if self.keeper is not None:

@@ -7,16 +7,21 @@ it in chunks; the page's LiveRun is a mirror that ``RayRun.tick`` keeps up to da
 ``ray.wait(..., timeout=0)``: it never blocks the script thread. Two chunks stay in flight, so the actor
 never idles while the page polls.
 
-Every ``checkpoint_every`` steps the actor writes a checkpoint (the format of rnnviz.charlm.checkpoint) to the
-checkpoint folder, which every node must see. When the actor or its node dies, Ray restarts it from that
-checkpoint by itself (``max_restarts``), and the page says how many steps were lost; once the restarts are
-spent, the run is LOST and Start resumes it from the checkpoint. Pause, the budget's end and a halt bring the
-exact state back into the page's LiveRun and free the CPU.
+A run on Ray lives in its run folder under the checkpoint folder, which every node must see, in the format of
+durable runs (rnnviz.charlm.durable: one folder per run named by a digest of the token, every file
+authenticated with a key from the token). The page writes the run there before it starts an actor; the actor's
+constructor gets only where to find it (a RunPlace: small values, which Ray keeps to restart the actor) and
+reads it back; then the actor saves it every ``checkpoint_every`` steps (or 60 s) and at every stop. When the
+actor or its node dies, Ray restarts it with the same small arguments (``max_restarts``), it reads the newest
+save, and the page says how many steps were lost and trains on; once the restarts are spent, the run is LOST
+and Start resumes it from the folder. Pause, the budget's end and a halt bring the exact state back into the
+page's LiveRun and free the CPU.
 
 Actors are named ``run-<digest of the run's token>`` in the namespace NAMESPACE: the token in a run's
 address finds the actor again from another replica (``find_run``); without the token nobody reaches it. An
-actor belongs to the server process that made it and is killed when the run is garbage collected there (its
-session ended: Streamlit's disconnected-session TTL, as for an in-process model).
+actor belongs to the server process that made it and is killed, and its folder deleted, when the run is garbage
+collected there (its session ended: Streamlit's disconnected-session TTL, as for an in-process model); a replica
+that only reattached a run mirrors it and deletes nothing.
 
 ``connect`` joins (or starts) Ray once per process. Missing Ray, or a cluster that does not answer, is an
 unusable RayConnection whose message says so in words; the app then trains in this process.
@@ -30,6 +35,8 @@ import collections
 import functools
 import hashlib
 import logging
+import secrets
+import shutil
 import socket
 import threading
 import time
@@ -41,10 +48,10 @@ from pathlib import Path
 import torch
 
 from rnnviz.charlm.backend import BackendSetting
-from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from rnnviz.charlm.corpus import Corpus
+from rnnviz.charlm.durable import RunKeys, RunStore, StoredRunError, StoreSetting
 from rnnviz.charlm.live import ACTIVE, LiveRun, LiveSettings, SampleRecord, Status, light_copy
-from rnnviz.charlm.train import EvalRecord, Halt, StepRecord, TrainConfig, Trainer
+from rnnviz.charlm.train import EvalRecord, Halt, StepRecord, Trainer
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -112,20 +119,25 @@ def _reachable(address: str) -> str | None:
 
 
 def _bootstrap_address(address: str) -> tuple[str | None, str | None]:
-    """HOST:PORT for ``address`` ("auto" reads the running cluster's), or None and the reason."""
+    """The HOST:PORT that ``ray.init`` dials for ``address``, or None and the reason. "auto" reads the running
+    cluster's; Ray replaces a loopback host with this machine's interface address (unless Ray is kept on
+    loopback, see LOOPBACK_ONLY_ENV), so the reachability check must test what Ray will dial, not the literal."""
     if address.startswith("ray://"):
         return None, "Ray Client addresses (ray://…) are not supported: give the cluster's HOST:6379"
-    if address == "auto":
-        from ray._private.services import canonicalize_bootstrap_address
+    from ray._private.services import canonicalize_bootstrap_address
 
+    if address != "auto":
         try:
-            found = canonicalize_bootstrap_address("auto")
-        except Exception as err:
-            return None, f"no running Ray cluster was found for “auto” ({err})"
-        if not found:
-            return None, "no running Ray cluster was found for “auto” (start one with `ray start --head`)"
-        return found, None
-    return address, None
+            return canonicalize_bootstrap_address(address), None
+        except Exception:
+            return None, f"“{address}” is not an address of the form HOST:PORT"
+    try:
+        found = canonicalize_bootstrap_address("auto")
+    except Exception as err:
+        return None, f"no running Ray cluster was found for “auto” ({err})"
+    if not found:
+        return None, "no running Ray cluster was found for “auto” (start one with `ray start --head`)"
+    return found, None
 
 
 def connect(setting: BackendSetting) -> RayConnection:
@@ -152,6 +164,8 @@ def _initialized() -> bool:
 def _connect(setting: BackendSetting) -> RayConnection:
     address = setting.address
     fallback = "Training runs in this server process instead, as without Ray."
+    if address == "local":
+        keep_ray_on_loopback()
     try:
         import ray
     except ImportError:
@@ -165,6 +179,8 @@ def _connect(setting: BackendSetting) -> RayConnection:
             else:
                 target, problem = _bootstrap_address(address)
                 problem = problem or _reachable(target)
+                if problem and target and target != address:
+                    problem += f" (Ray dials {target} for “{address}”)"
                 if problem:
                     return RayConnection(setting, False, f"The Ray cluster “{address}” ({setting.source}) cannot be "
                                          f"reached: {problem}. " + fallback)
@@ -179,6 +195,25 @@ def _connect(setting: BackendSetting) -> RayConnection:
     where = "a private Ray inside this server" if address == "local" else f"the Ray cluster at {address}"
     return RayConnection(setting, True, f"Training runs on {where}: {cpus:g} CPUs, one per training session.",
                          queue, where=where)
+
+
+# Ray's switch for a machine that is not part of a multi-node cluster (Ray reads it when it is first imported):
+# with it, Ray takes 127.0.0.1 as the node's address and binds every socket there (GCS, raylet, workers, agents).
+# Without it, Ray on Linux replaces 127.0.0.1 with the machine's interface address and listens on all interfaces.
+# A private Ray inside this server ("local") is one machine by definition; the tests set it too (tests/conftest.py).
+LOOPBACK_ONLY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def keep_ray_on_loopback() -> bool:
+    """Keep a Ray that this process starts on 127.0.0.1 (False when Ray was imported before without the switch:
+    then it is too late, and Ray listens where it chose). An operator's own setting of the variable wins."""
+    import os
+    import sys
+
+    for name, value in LOOPBACK_ONLY_ENV.items():
+        os.environ.setdefault(name, value)
+    constants = sys.modules.get("ray._private.ray_constants")
+    return constants is None or not constants.ENABLE_RAY_CLUSTER
 
 
 def _init_in_a_lasting_thread(**options) -> None:
@@ -251,15 +286,29 @@ def RunQueueActor():  # noqa: N802 (a class, made remote when Ray is here)
 
 
 @dataclass(frozen=True)
-class RunSpec:
-    """What an actor needs to build its run: plain values that travel to any node."""
+class RunPlace:
+    """Where an actor finds its run, and all that its constructor takes.
 
-    config: TrainConfig
-    corpus_name: str
-    corpus_text: str
-    settings: LiveSettings
-    checkpoint_path: str | None = None  # None: no checkpoints
-    checkpoint_every: int = 200
+    Small values only: Ray keeps arguments this small inline in the actor's creation task and gives them again
+    when it restarts the actor. Larger ones (a corpus, the weights) would live in the object store, where they are
+    freed once the caller drops its reference, and a restart then died with ReferenceCountingAssertionError
+    (Ray cannot restart an actor whose constructor arguments are gone: ray-project/ray#53727). The run itself is
+    in its folder under ``root``; ``keys`` open that folder (derived from the token, which stays on the page)."""
+
+    root: str
+    keys: RunKeys
+    checkpoint_every: int
+
+
+def run_store(root: str | Path, checkpoint_every: int = 200) -> RunStore:
+    """The durable-run store of a Ray checkpoint folder: saves every ``checkpoint_every`` steps or 60 s of
+    training, and every corpus in full (a node may lack the server's built-in ones)."""
+    return RunStore(StoreSetting(Path(root), save_every_steps=max(1, int(checkpoint_every)),
+                                 source="the Ray checkpoint folder"), corpus_in_full=True)
+
+
+class RunFolderGone(RuntimeError):
+    """The run's folder was deleted (Reset) or damaged before its actor could read it."""
 
 
 @dataclass
@@ -286,35 +335,29 @@ class ChunkResult:
 class TrainerActor:
     """One session's run inside a Ray worker; ``ray.remote(num_cpus=1)`` makes it an actor (see ``actor_class``).
 
-    Built from a RunSpec and the exact state to start from; when Ray restarts it after a crash, the same
-    arguments come again and the newer checkpoint on disk wins, so it resumes from there."""
+    Built from a RunPlace: it reads the run from its folder, trains it, and saves it there on schedule. When Ray
+    restarts it after a crash, the same RunPlace comes again and the newest save is read, so it resumes there."""
 
-    def __init__(self, spec: RunSpec, state: dict | None = None, samples=(), snapshot_steps=(), snapshot_every=None):
+    def __init__(self, place: RunPlace):
         torch.set_num_threads(1)  # one CPU per actor: Ray's accounting, and the same numbers as one thread here
         torch.set_flush_denormal(True)
-        self.spec = spec
-        corpus = Corpus(spec.corpus_name, spec.corpus_text)
-        self.run = LiveRun(Trainer(spec.config, corpus), spec.corpus_name, spec.settings)
-        if state is not None:
-            self.run.trainer.load_state_dict(state)
-        self.resumed_from: int | None = None
-        self.checkpoint_step: int | None = None
-        path = Path(spec.checkpoint_path) if spec.checkpoint_path else None
-        if path is not None and path.exists():
-            try:
-                checkpoint = load_checkpoint(path)
-                if checkpoint.step > self.run.step:  # a restart after a crash: continue from the newer state
-                    self.run.trainer.load_state_dict(checkpoint.trainer_state)
-                    self.resumed_from = checkpoint.step
-                self.checkpoint_step = checkpoint.step
-            except (CheckpointError, ValueError):
-                _LOGGER.warning("checkpoint %s unusable", path, exc_info=True)
-        step = self.run.step
-        self.run.samples = [s for s in samples if s.step <= step]
-        self.run.snapshots = [(s, None) for s in snapshot_steps if s <= step] or [(step, None)]
-        self.run.snapshot_every = snapshot_every or spec.settings.snapshot_every
+        self.place = place
+        try:
+            restored = run_store(place.root, place.checkpoint_every).restore_keys(place.keys)
+        except StoredRunError as err:
+            raise RunFolderGone(str(err)) from None
+        if restored is None:
+            raise RunFolderGone("the run's folder is gone (the run was reset)")
+        self.run = restored.run
+        self.run.notice = None
+        self.started_at_step = self.run.step
         self.run.start()
         self.last_chunk_at = time.monotonic()
+
+    @property
+    def checkpoint_step(self) -> int | None:
+        keeper = self.run.keeper
+        return keeper.saved_step if keeper is not None else None
 
     # -- the page's calls -------------------------------------------------------------------------------------
 
@@ -323,7 +366,7 @@ class TrainerActor:
         import ray
 
         context = ray.get_runtime_context()
-        return {"step": self.run.step, "resumed_from": self.resumed_from, "pid": _pid(),
+        return {"step": self.run.step, "started_at_step": self.started_at_step, "pid": _pid(),
                 "node": context.get_node_id(), "checkpoint_step": self.checkpoint_step,
                 "idle_s": time.monotonic() - self.last_chunk_at}
 
@@ -337,11 +380,7 @@ class TrainerActor:
         start = time.perf_counter()
         records = run.advance(max_seconds)
         elapsed = time.perf_counter() - start
-        spec = self.spec
-        if spec.checkpoint_path and (run.step - (self.checkpoint_step or 0) >= spec.checkpoint_every
-                                     or (not run.is_active and run.step != self.checkpoint_step)):
-            save_checkpoint(spec.checkpoint_path, trainer, spec.corpus_name)
-            self.checkpoint_step = run.step
+        run.save_if_due()  # to the run's folder, every checkpoint_every steps or 60 s, and at a stop
         return self._result(records, evals, samples, snaps, elapsed)
 
     def _result(self, records, evals, samples, snaps, elapsed) -> ChunkResult:
@@ -356,6 +395,8 @@ class TrainerActor:
 
     def update_settings(self, settings: LiveSettings) -> None:
         self.run.update_settings(settings)
+        with self.run.lock:
+            self.run.keeper.save(self.run)  # a restart after a crash goes on with the new settings
         if self.run.status == Status.PAUSED:  # a finished run with a larger budget: the page keeps it going
             self.run.start()
 
@@ -366,12 +407,12 @@ class TrainerActor:
         """The exact training state (Trainer.state_dict), to continue anywhere."""
         return self.run.trainer.state_dict()
 
-    def describe(self) -> tuple[RunSpec, dict, dict]:
+    def describe(self) -> dict:
         """Everything a replica that holds only the token rebuilds the run's mirror from."""
         run = self.run
-        light = {"samples": list(run.samples), "snapshot_every": run.snapshot_every,
-                 "snapshots": list(run.snapshots), "elapsed": run.elapsed}
-        return self.spec, run.trainer.state_dict(), light
+        return {"config": run.trainer.config, "corpus_name": run.corpus_name, "corpus_text": run.trainer.corpus.text,
+                "settings": run.settings, "state": run.trainer.state_dict(), "samples": list(run.samples),
+                "snapshot_every": run.snapshot_every, "snapshots": list(run.snapshots), "elapsed": run.elapsed}
 
 
 def _pid() -> int:
@@ -419,8 +460,8 @@ def _wait_until_gone(actor, timeout_s: float = 5.0) -> None:
         time.sleep(0.05)  # still answering: the kill has not reached it yet
 
 
-def _kill_quietly(name: str, run_id: str, queue, path: str | None) -> None:
-    """Kill the actor called ``name`` and forget its run (a finalizer: must never raise)."""
+def _kill_quietly(name: str, run_id: str, queue, folder: str | None) -> None:
+    """Kill the actor called ``name`` and delete its run's folder (a finalizer: must never raise)."""
     try:
         import ray
 
@@ -434,8 +475,8 @@ def _kill_quietly(name: str, run_id: str, queue, path: str | None) -> None:
                 _wait_until_gone(actor)
             if queue is not None:
                 queue.leave.remote(run_id)
-        if path:
-            Path(path).unlink(missing_ok=True)
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
     except Exception:  # during interpreter shutdown, or a cluster gone: nothing left to free
         _LOGGER.debug("could not free Ray run %s", name, exc_info=True)
 
@@ -473,8 +514,10 @@ class RayRun:
         self.connection = connection
         self.run_id = run_id or run_id_for(run.token)
         self.name = f"run-{self.run_id}"
-        folder = connection.setting.checkpoint_dir
-        self.checkpoint_path = str(Path(folder) / f"{self.run_id}.pt")
+        self.root = str(connection.setting.checkpoint_dir)
+        self.keys = RunKeys.of(run.token or secrets.token_urlsafe(32))
+        self.run_folder = str(Path(self.root) / self.keys.name)  # the run's files, for every node to read
+        self._store: RunStore | None = None
         self.actor = None
         self.ready_ref = None
         self.place_ref = None
@@ -488,7 +531,7 @@ class RayRun:
         self.node: str | None = None
         self.lost_at: int | None = None  # the step shown when the worker died
         self.recover_since = 0.0
-        free_everything = (_kill_quietly, self.name, self.run_id, connection.queue, self.checkpoint_path)
+        free_everything = (_kill_quietly, self.name, self.run_id, connection.queue, self.run_folder)
         if owner:
             self._finalizer = weakref.finalize(run, *free_everything)
         else:
@@ -571,13 +614,21 @@ class RayRun:
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as err:
             self._lost(run, err)
 
+    def store(self) -> RunStore:
+        """The durable-run store of the checkpoint folder (made when first needed: it creates the folder)."""
+        if self._store is None:
+            self._store = run_store(self.root, self.connection.setting.checkpoint_every)
+        return self._store
+
     def newest_checkpoint(self) -> tuple[dict | None, int]:
-        """The newest exact state to resume from: the checkpoint on disk, or the state the actor started from."""
+        """The newest exact state to resume from: the run's last save in its folder, or the state the actor
+        started from."""
         state = self.exact_state
         step = state["step"] if state is not None else 0
         try:
-            checkpoint = load_checkpoint(self.checkpoint_path) if Path(self.checkpoint_path).exists() else None
-        except CheckpointError:
+            checkpoint = self.store().saved_checkpoint(self.keys)
+        except (StoredRunError, OSError):
+            _LOGGER.warning("the run folder %s is unusable", self.run_folder, exc_info=True)
             checkpoint = None
         if checkpoint is not None and (state is None or checkpoint.step >= step):
             state, step = checkpoint.trainer_state, checkpoint.step
@@ -608,17 +659,29 @@ class RayRun:
     # -- inside ------------------------------------------------------------------------------------------------------
 
     def _launch(self, run: LiveRun) -> bool:
-        """A new actor from the exact state here; it waits for a CPU in Ray's queue (and ours)."""
-        state = run.trainer.state_dict()
-        spec = RunSpec(run.trainer.config, run.corpus_name, run.trainer.corpus.text, run.settings,
-                       self.checkpoint_path, self.connection.setting.checkpoint_every)
+        """A new actor from the exact state here, written to the run's folder first (the actor reads it there, and
+        so does Ray's restart of it); it waits for a CPU in Ray's queue (and ours)."""
+        every = self.connection.setting.checkpoint_every
+        try:
+            keeper = self.store().keeper(run, self.keys)
+            written = keeper.save(run)
+        except OSError as err:
+            written, keeper = False, None
+            reason = err.strerror or str(err)
+        if not written:
+            reason = keeper.error if keeper is not None else reason
+            run.status = Status.PAUSED
+            run.message = (f"Training on the Ray cluster could not start: the run could not be written to the "
+                           f"checkpoint folder {self.root} ({reason}), which its worker reads it from. Ask the "
+                           "server's operator to check that folder; nothing of the run here is lost.")
+            return False
         options = dict(name=self.name, namespace=NAMESPACE, max_restarts=self.connection.setting.max_restarts)
         try:
-            self.actor = actor_class().options(**options).remote(
-                spec, state, list(run.samples), [s for s, _ in run.snapshots], run.snapshot_every)
+            self.actor = actor_class().options(**options).remote(RunPlace(self.root, self.keys, every))
         except ValueError:  # the name is still taken by the actor just killed: try again on the next tick
             run.message = "Starting a worker on the Ray cluster…"
             return False
+        state = run.trainer.state_dict()
         self.exact_state = state
         self.checkpoint_step = None
         self.launched_at = time.perf_counter()
@@ -771,15 +834,16 @@ def find_run(token: str, connection: RayConnection) -> LiveRun | None:
     run_id = run_id_for(token)
     try:
         actor = ray.get_actor(f"run-{run_id}", namespace=NAMESPACE)
-        spec, state, light = ray.get(actor.describe.remote(), timeout=10)
+        described = ray.get(actor.describe.remote(), timeout=10)
     except (ValueError, ray.exceptions.RayError):
         return None
-    corpus = Corpus(spec.corpus_name, spec.corpus_text)
-    run = LiveRun(Trainer(spec.config, corpus), spec.corpus_name, spec.settings)
+    corpus = Corpus(described["corpus_name"], described["corpus_text"])
+    run = LiveRun(Trainer(described["config"], corpus), described["corpus_name"], described["settings"])
+    state = described["state"]
     run.trainer.load_state_dict(state)
-    run.samples, run.snapshot_every = light["samples"], light["snapshot_every"]
-    run.snapshots = [(s, w) for s, w in light["snapshots"] if w is not None] or run.snapshots
-    run.elapsed = light["elapsed"]
+    run.samples, run.snapshot_every = described["samples"], described["snapshot_every"]
+    run.snapshots = [(s, w) for s, w in described["snapshots"] if w is not None] or run.snapshots
+    run.elapsed = described["elapsed"]
     run.token = token
     remote = RayRun(run, connection, run_id, owner=False)
     remote.actor, remote.exact_state = actor, state
