@@ -447,6 +447,23 @@ def test_the_status_page_says_an_unreachable_cluster_and_the_live_page_trains_he
     ray_connection.clear()
 
 
+def test_the_queue_tells_a_run_starting_on_a_free_cpu_from_one_that_waits():
+    """Two CPUs. Three runs press Start at once: two start (place 0), the third waits (number 1). Once the first
+    two train, a fourth waits behind the third; when a run stops, the third starts; the status page counts only
+    the runs that really wait."""
+    from rnnviz.charlm.ray_backend import RunQueue
+
+    queue = RunQueue()
+    assert [queue.place(run, 2) for run in ("a", "b", "c")] == [0, 0, 1]
+    assert queue.waiting(2) == 1 and queue.waiting() == 3
+    queue.training("a")
+    queue.training("b")
+    assert queue.place("c", 2) == 1 and queue.place("d", 2) == 2 and queue.waiting(2) == 2
+    queue.leave("a")  # its run paused: its CPU is free
+    assert queue.place("c", 2) == 0 and queue.place("d", 2) == 1 and queue.waiting(2) == 1
+    assert queue.place("d", 3) == 0  # a node joined
+
+
 def test_the_status_banner_counts_the_cpus_the_cluster_has_now(tmp_path):
     """A node lost after the connection was made: the banner says the CPUs left, not those at connect time."""
     from rnnviz.charlm.ray_backend import RayConnection

@@ -36,7 +36,11 @@ def test_three_students_on_two_cpus_queue_across_the_cluster(tmp_path, corpus, c
     first, second, third = (ray_run(corpus, connection) for _ in range(3))
     first.start()
     second.start()
-    tick_until([first, second], lambda: first.step > 0 and second.step > 0, "two runs training")
+    said = set()  # while their workers start, on two free CPUs, neither says that it waits in a queue
+    tick_until([first, second], lambda: said.update((first.message, second.message)) or (
+        first.step > 0 and second.step > 0), "two runs training")
+    assert any(m.startswith("Starting on the Ray cluster: a CPU is free") for m in said), said
+    assert not any("queue" in m for m in said), said
     third.start()
     tick_until([first, second, third], lambda: "number 1 in the queue" in third.message, "the third's place")
     assert third.status == Status.WAITING and third.step == 0

@@ -56,9 +56,10 @@ from rnnviz.charlm.train import EvalRecord, Halt, StepRecord, Trainer
 _LOGGER = logging.getLogger(__name__)
 
 NAMESPACE = "rnnviz"  # every actor of the app lives here
-QUEUE_NAME = "rnnviz-queue"
+QUEUE_NAME = "rnnviz-queue-2"  # -2: its calls changed (a detached actor of the old kind may still run)
 IN_FLIGHT = 2  # chunks queued on an actor: it starts the next while the page fetches the last
-QUEUE_LEASE_S = 30.0  # a waiting run that stops asking for its place leaves the queue
+QUEUE_LEASE_S = 30.0  # a waiting run that stops asking for its place leaves the queue (a training one likewise)
+TRAINING_NOTE_EVERY_S = 10.0  # how often a training run tells the queue that it holds a CPU
 STOP_TIMEOUT_S = 60.0  # Pause waits this long at most for the chunks in flight
 MIRROR_IDLE_S = 60.0  # a run nobody has trained for this long when a replica's mirror of it goes is an orphan
 RESTART_WAIT_S = 120.0  # a worker that Ray restarts must answer within this, or the run counts as lost
@@ -96,7 +97,8 @@ class RayConnection:
         try:
             total, free = ray.cluster_resources(), ray.available_resources()
             nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
-            waiting = ray.get(self.queue.waiting.remote(), timeout=5) if self.queue is not None else None
+            cpus = int(total.get("CPU", 0))
+            waiting = ray.get(self.queue.waiting.remote(cpus), timeout=5) if self.queue is not None else None
         except Exception as err:  # a cluster that went away: say it, do not raise on a status page
             return {"error": f"{type(err).__name__}: {err}"}
         return {"cpus": total.get("CPU", 0.0), "free": free.get("CPU", 0.0), "nodes": nodes, "waiting": waiting}
@@ -252,28 +254,47 @@ def forget_connection() -> None:
 
 
 class RunQueue:
-    """Runs waiting for a CPU, first come first served; a run that stops asking leaves after QUEUE_LEASE_S."""
+    """The runs of every replica that train, and those whose actor is not training yet, first come first served.
+
+    A run whose actor is not training yet is either starting (a CPU is free for it: Ray is placing its worker,
+    which takes seconds) or really waiting (every CPU trains a run). Ray does not say which, so the queue counts:
+    of the runs not training yet, as many as there are CPUs not training are starting, the rest wait. A run that
+    stops saying where it stands (its replica went) is forgotten after QUEUE_LEASE_S."""
 
     def __init__(self):
         self._waiting: dict[str, float] = {}  # run id → last seen, in arrival order
+        self._training: dict[str, float] = {}  # run id → last seen
 
     def _expire(self):
         now = time.monotonic()
-        for run_id in [r for r, seen in self._waiting.items() if now - seen > QUEUE_LEASE_S]:
-            del self._waiting[run_id]
+        for table in (self._waiting, self._training):
+            for run_id in [r for r, seen in table.items() if now - seen > QUEUE_LEASE_S]:
+                del table[run_id]
 
-    def place(self, run_id: str) -> int:
-        """Join (or stay in) the queue; 1 for the next in line."""
+    def place(self, run_id: str, cpus: int) -> int:
+        """Join (or stay in) the line of runs not training yet, on a cluster of ``cpus`` CPUs: 0 while a CPU is
+        free for this run (its worker is starting), else its place among those that wait, 1 for the next."""
         self._expire()
         self._waiting[run_id] = time.monotonic()
-        return list(self._waiting).index(run_id) + 1
+        ahead = list(self._waiting).index(run_id)
+        return max(0, ahead + 1 - self._free(cpus))
+
+    def training(self, run_id: str) -> None:
+        """``run_id``'s actor trains (it holds a CPU); said again every TRAINING_NOTE_EVERY_S."""
+        self._waiting.pop(run_id, None)
+        self._training[run_id] = time.monotonic()
 
     def leave(self, run_id: str) -> None:
         self._waiting.pop(run_id, None)
+        self._training.pop(run_id, None)
 
-    def waiting(self) -> int:
+    def _free(self, cpus: int) -> int:
+        return max(0, int(cpus) - len(self._training))
+
+    def waiting(self, cpus: int | None = None) -> int:
+        """How many runs wait for a CPU (those starting on a free one not counted when ``cpus`` is given)."""
         self._expire()
-        return len(self._waiting)
+        return len(self._waiting) if cpus is None else max(0, len(self._waiting) - self._free(cpus))
 
 
 def RunQueueActor():  # noqa: N802 (a class, made remote when Ray is here)
@@ -521,7 +542,8 @@ class RayRun:
         self.actor = None
         self.ready_ref = None
         self.place_ref = None
-        self.place: int | None = None
+        self.place: int | None = None  # 0: starting on a free CPU; N: number N in the queue; None: not asked yet
+        self.training_noted_at = -1e9
         self.recover_ref = None  # info() of an actor that Ray is restarting
         self.chunks: collections.deque = collections.deque()
         self.exact_state: dict | None = None  # what the actor started from (the last exact state here)
@@ -576,10 +598,12 @@ class RayRun:
             except ray.exceptions.RayActorError as err:
                 return self._lost(run, err)
             self.ready_ref = None
-            self.connection.queue.leave.remote(self.run_id)
+            self._note_training()
             if run.status == Status.WAITING:
                 run.status = Status.RUNNING
                 run.message = f"A CPU of the Ray cluster is free: training from step {run.step:,}."
+            else:
+                run.message = f"Training on the Ray cluster from step {run.step:,}."
         records: list[StepRecord] = []
         while self.chunks:
             done, _ = ray.wait([self.chunks[0]], timeout=0)
@@ -590,6 +614,8 @@ class RayRun:
             except ray.exceptions.RayActorError as err:
                 return records + self._actor_failed(run, err)
             records += self._apply(run, result)
+            if time.monotonic() - self.training_noted_at >= TRAINING_NOTE_EVERY_S:
+                self._note_training()
             if result.status not in ACTIVE:
                 self._bring_back(run)
                 return records
@@ -689,10 +715,15 @@ class RayRun:
         self.place = None
         return True
 
+    def _note_training(self) -> None:
+        self.connection.queue.training.remote(self.run_id)
+        self.training_noted_at = time.monotonic()
+
     def _wait_in_queue(self, run: LiveRun) -> None:
+        """The actor is not training yet: say whether it is starting on a free CPU or waits for one, and where."""
         import ray
 
-        queue = self.connection.queue
+        queue, cpus = self.connection.queue, self._cpus()
         if self.place_ref is not None and ray.wait([self.place_ref], timeout=0)[0]:
             try:
                 self.place = ray.get(self.place_ref)
@@ -700,8 +731,14 @@ class RayRun:
                 self.place = None
             self.place_ref = None
         if self.place_ref is None:
-            self.place_ref = queue.place.remote(self.run_id)
-        run.wait_for_slot(self.place, self._cpus(), where="the Ray cluster")
+            self.place_ref = queue.place.remote(self.run_id, cpus)
+        if self.place:
+            run.wait_for_slot(self.place, cpus, where="the Ray cluster")
+            return
+        since = time.perf_counter() - self.launched_at if self.launched_at is not None else 0.0
+        run.status = Status.RUNNING  # not in a queue: a CPU is free for it
+        run.message = (f"Starting on the Ray cluster: a CPU is free, and Ray is starting a worker for this run "
+                       f"({since:.0f} s so far; the first start on a node takes a few seconds).")
 
     def _cpus(self) -> int:
         import ray
