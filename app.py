@@ -10,7 +10,7 @@ import streamlit as st
 
 from rnnviz.core.runtime import configure_cpu
 from rnnviz.ui.app.navigation import build_navigation, course_footer, render_sidebar
-from rnnviz.ui.app.sessions import limit_malloc_arenas, reap_expired_sessions
+from rnnviz.ui.app.sessions import limit_malloc_arenas, reap_expired_sessions, start_session_sweeper
 from rnnviz.ui.app.warmup import warm_up_once
 
 st.set_page_config(page_title="rnnviz", page_icon=":material/cycle:", layout="wide")
@@ -21,6 +21,7 @@ sys.setswitchinterval(0.001)
 limit_malloc_arenas()  # a closed tab's memory comes back to the system over a day of sessions (cheap; kept by glibc)
 warm_up_once()
 reap_expired_sessions()
+start_session_sweeper()  # once per process: closed tabs are freed even when nobody runs a script any more
 page = build_navigation()
 render_sidebar()
 page.run()

@@ -25,7 +25,7 @@ page_header(
 st.button("Refresh", icon=":material/refresh:", key="server_status_refresh")
 slots = training_slots()
 reap_expired_sessions()  # closed tabs past the TTL
-collect_garbage()  # a closed tab's run that nothing refers to any more is freed, not counted
+collect_garbage(when_owed=True)  # a closed tab's run that nothing refers to any more is freed, not counted
 memory = process_memory_bytes()
 cluster = cluster_numbers()  # None: training runs in this process
 cols = st.columns(4)

@@ -57,3 +57,34 @@ def test_a_closed_tab_frees_its_model_after_the_session_ttl(page, short_ttl_serv
     assert time.monotonic() - closed_at >= TTL_S - 1
     tabs[1].close()
     wait_for(lambda: live_models(status) == 0, TTL_S + 30, "the second closed tab's model to be freed")
+
+
+def test_a_closed_tab_is_freed_when_nobody_runs_a_script_any_more(page, tmp_path):
+    """The last tab of a server closes and no other page runs: the session sweeper (a thread of the server) still
+    frees its model after the TTL. Before, only a script run reaped, so a replica whose last tab had closed kept
+    the model (and a mirrored Ray run) for good. This tab is also the server's first session, whose bookkeeping the
+    warm-up's gc.freeze() made uncollectable: its model is freed only because an ended session is emptied. The
+    server writes its count of live runs after each garbage collection (RNNVIZ_MEMORY_REPORT); this test reads
+    that file and opens no page after the tab closed."""
+    import json
+
+    report = tmp_path / "memory.json"
+    env = {"RNNVIZ_MEMORY_REPORT": str(report), "RNNVIZ_SWEEP_EVERY_S": "0.5"}
+    with streamlit_server(extra_args=("--server.disconnectedSessionTTL", "2"), env=env) as url:
+        tab = page.context.new_page()
+        open_app_page(tab, url, TRAINING)
+        choose(tab, "Built-in corpus", CORPUS_LABELS["hello"])
+        click(tab, "Step")
+        wait_for(lambda: (number(tab, "Step") or 0) > 0, 60, "a chunk of training")
+        tab.close()
+        closed_at = time.time()
+
+        def freed() -> bool:
+            try:
+                state = json.loads(report.read_text())
+            except (OSError, ValueError):
+                return False
+            return state["at"] > closed_at and state["live_runs"] == 0
+
+        wait_for(freed, 2 + 30, "the sweeper to free the closed tab's model")
+

@@ -21,7 +21,9 @@ def warm_up_once() -> None:
     automatic full collection walks all of them with the GIL held (0.2 s or more on 2 cores). While a class
     opens its tabs at once, the pages' own first imports set off several in a row, and the server's thread
     (health checks, every tab's messages) waited past a second. Frozen objects are never walked again.
-    Only modules and the first session's bookkeeping exist this early; no model is frozen with them."""
+    Only modules and the first session's bookkeeping exist this early; no model is frozen with them. That
+    bookkeeping (its session_state, its fragments) is frozen, though, and never collected: what the first
+    session puts in it later is let go when the session ends (``sessions._empty``), not by the collector."""
     if _done.is_set():
         return
     with _lock:
