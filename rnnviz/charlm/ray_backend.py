@@ -701,13 +701,15 @@ class RayRun:
                            f"checkpoint folder {self.root} ({reason}), which its worker reads it from. Ask the "
                            "server's operator to check that folder; nothing of the run here is lost.")
             return False
+        # Taken before the actor exists: once it does, the mirror's state_dict asks the actor for its state, and an
+        # actor that waits for a CPU does not answer (the page froze for STOP_TIMEOUT_S, the worker start besides).
+        state = run.trainer.state_dict()
         options = dict(name=self.name, namespace=NAMESPACE, max_restarts=self.connection.setting.max_restarts)
         try:
             self.actor = actor_class().options(**options).remote(RunPlace(self.root, self.keys, every))
         except ValueError:  # the name is still taken by the actor just killed: try again on the next tick
             run.message = "Starting a worker on the Ray cluster…"
             return False
-        state = run.trainer.state_dict()
         self.exact_state = state
         self.checkpoint_step = None
         self.launched_at = time.perf_counter()
