@@ -42,8 +42,14 @@ def chosen_cell(at) -> CellId:
 
 
 def colouring(at) -> str:
-    """The HTML of the main coloured passage (the first st.html: legend and text)."""
-    return at.html[0].value
+    """The HTML of the main coloured passage (the page's first st.html that draws something: legend and text; the
+    app's own style blocks come before it)."""
+    return drawn_html(at)[0]
+
+
+def drawn_html(at) -> list[str]:
+    """The page's st.html blocks that draw something (the app's own style blocks left out)."""
+    return [h.value for h in at.html if not h.value.lstrip().startswith("<style>")]
 
 
 def test_opens_on_the_python_model_with_a_cell_that_tracks_indentation_or_quotes(opened, engine):
@@ -180,9 +186,9 @@ def test_three_clicks_from_a_live_model_to_its_bracket_cell_and_its_snapshots(li
     replay = at.select_slider(key="explorer_snapshot_step")
     assert list(replay.options) == ["0", "2", "4", "6"]
     replay.set_value(0).run()
-    first = at.html[-1].value
+    first = drawn_html(at)[-1]
     at.select_slider(key="explorer_snapshot_step").set_value(6).run()
-    assert at.html[-1].value != first and "after 6 training steps" in at.html[-1].value
+    assert drawn_html(at)[-1] != first and "after 6 training steps" in drawn_html(at)[-1]
 
 
 def test_importance_bars_are_the_engines_ablation_losses(opened, engine):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
@@ -37,3 +38,43 @@ def house_style(fig: go.Figure, height: int | None = None) -> go.Figure:
     if height is not None:
         fig.update_layout(height=height)
     return fig
+
+
+# Every font a figure can carry sits under one of these keys (layout.font, title.font, trace.textfont, …).
+_FONT_KEYS = frozenset({"font", "textfont", "tickfont", "insidetextfont", "outsidetextfont"})
+PLOTLY_DEFAULT_FONT_SIZE = 12
+
+
+def _times(value, factor: float):
+    """A font size, or a trace's per-point sizes, times ``factor``."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value * factor
+    if isinstance(value, np.ndarray):
+        return value * factor
+    if isinstance(value, (list, tuple)):
+        return [_times(v, factor) for v in value]
+    return value
+
+
+def scale_fonts(figure: go.Figure | dict, factor: float) -> dict:
+    """The figure as a dict with every font size it sets multiplied by ``factor``, and its global font (plotly's
+    12 px when it sets none) too, so that text it leaves to the global size grows with it. Data arrays are
+    left as they are, and so is ``figure``."""
+    spec = figure.to_dict() if isinstance(figure, go.Figure) else dict(figure)
+
+    def scaled(node, under_font: bool = False):
+        if isinstance(node, dict):
+            return {key: (_times(value, factor) if under_font and key == "size"
+                          else scaled(value, key in _FONT_KEYS) if isinstance(value, (dict, list)) else value)
+                    for key, value in node.items()}
+        if isinstance(node, list) and node and isinstance(node[0], dict):
+            return [scaled(item, under_font) for item in node]
+        return node
+
+    spec = scaled(spec)
+    font = spec.setdefault("layout", {}).setdefault("font", {})
+    if "size" not in font:
+        font["size"] = PLOTLY_DEFAULT_FONT_SIZE * factor
+    return spec

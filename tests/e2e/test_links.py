@@ -10,7 +10,7 @@ from rnnviz.figures.gradients import sci
 from rnnviz.figures.handbuilt import fmt, fmt_vector
 from rnnviz.lessons import gates, gradients
 from rnnviz.lessons.handbuilt import HandConfig, format_bits, run_handbuilt
-from tests.e2e.harness import open_app_page, wait_idle
+from tests.e2e.harness import ROOT, open_app_page, wait_idle
 from tests.e2e.test_gradients_gates import metric, no_exception, shows
 
 
@@ -95,3 +95,48 @@ def test_live_training_link_restores_the_preset_and_offers_its_own(page, base_ur
     assert fresh.get_by_role("combobox", name="Preset", exact=True).input_value() == preset
     assert metric(fresh, "Parameters").inner_text() != "—"
     assert no_exception(page) and no_exception(fresh)
+
+
+TEXT_SIZES = """() => Object.fromEntries(['xtick', 'ytick', 'legendtext', 'annotation-text'].map(kind => [kind,
+    [...new Set([...document.querySelectorAll(`.js-plotly-plot .${kind}, .js-plotly-plot .${kind} text`)]
+        .map(t => parseFloat(t.style.fontSize)).filter(size => size > 0))].sort((a, b) => a - b)]))"""
+
+
+def test_a_presenting_link_draws_the_page_for_a_room_with_the_named_control_hidden(page, base_url):
+    """?present=1&hide=sigma at a projector's 1400 × 900: no sidebar, text and figure labels 1.25 times larger, the σ₁
+    slider hidden (K stays), and the Presenting switch at the top brings the usual page back."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    open_app_page(page, base_url, "gradient-decay?sigma=1.1")
+    page.locator(".js-plotly-plot .annotation-text").first.wait_for()
+    usual_sizes = page.evaluate(TEXT_SIZES)
+    page.goto(f"{base_url}/gradient-decay?present=1&hide=sigma&sigma=1.1", wait_until="domcontentloaded")
+    page.wait_for_selector("h1")
+    wait_idle(page)
+    switch = page.locator(".st-key-presenting_switch").get_by_role("switch")
+    expect(switch).to_be_checked()
+    expect(page.locator("[data-testid='stSidebar']")).to_be_hidden()
+    assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "20px"
+    sliders = page.locator("[data-testid='stSlider']")
+    expect(sliders.filter(has_text="σ₁, the largest singular value")).to_be_hidden()
+    expect(sliders.filter(has_text="K = T, the number of steps")).to_be_visible()
+    # The hidden slider's value still applies (the link set it), and every label of the figure is 1.25 times the
+    # size it has on the usual page.
+    curve = gradients.power_curve(gradients.PowerConfig(hidden=64, sigma=1.1, steps=150))
+    shows(page, "measured ‖W_hhᴷ v‖ after K = 150", sci(curve.measured[-1]))
+    page.locator(".js-plotly-plot .annotation-text").first.wait_for()
+    room_sizes = page.evaluate(TEXT_SIZES)
+    assert all(usual_sizes.values()), usual_sizes  # tick labels, legend and annotations each have a size
+    assert room_sizes == {kind: [size * 1.25 for size in sizes] for kind, sizes in usual_sizes.items()}, (
+        usual_sizes, room_sizes)
+    page.screenshot(path=str(ROOT / "docs" / "screenshots" / "presenting-gradient-decay.png"))  # the README's
+    link = copied_link(page)
+    assert "hide=sigma" in link and "present" not in link, link
+    page.keyboard.press("Escape")
+    assert no_exception(page)
+
+    page.locator(".st-key-presenting_switch").get_by_text("Presenting").click()
+    expect(page.locator("[data-testid='stSidebar']")).to_be_visible()
+    expect(switch).not_to_be_checked()
+    assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "16px"
+    expect(sliders.filter(has_text="σ₁, the largest singular value")).to_be_hidden()  # hide= still in the link
+    page.wait_for_function("() => !location.search.includes('present=')")

@@ -16,7 +16,7 @@ from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.figures import captioning as fig
 from rnnviz.ui.captioning.scene import PAGE, page_key
 from rnnviz.ui.kit.cache import NotComputed, lookup, remember, shared_value
-from rnnviz.ui.kit.widgets import PLOTLY_CONFIG, literal, plot
+from rnnviz.ui.kit.widgets import PLOTLY_CONFIG, for_the_room, literal, plot
 from rnnviz.ui.kit.widgets import seed as sidebar_seed
 
 OWN = "own"  # session key of the pair trained on this page
@@ -35,7 +35,7 @@ JOIN_LABELS = {"every": "v at every step", "h0": "v only in the initial state hâ
 
 def plot_heat(figure, key: str) -> None:
     """A figure with a heat map, in plotly's own theme: Streamlit's theme would recolour the heat map."""
-    st.plotly_chart(figure, width="stretch", config=PLOTLY_CONFIG, key=key, theme=None)
+    st.plotly_chart(for_the_room(figure), width="stretch", config=PLOTLY_CONFIG, key=key, theme=None)
 
 
 @dataclass(frozen=True, eq=False)

@@ -29,7 +29,7 @@ from rnnviz.ui.hidden_state.race import current_runner
 from rnnviz.ui.kit.cache import session_value, value_for
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY, ModelSource, pretrained_checkpoints
-from rnnviz.ui.kit.widgets import literal, plot
+from rnnviz.ui.kit.widgets import for_the_room, literal, plot
 
 PAGE = "hidden_state"
 page_key = PageKeys(PAGE)
@@ -356,7 +356,7 @@ def who_attends(slot_list: list[Slot]) -> None:
     if st.session_state.get(ATTENDED) is None or st.session_state[ATTENDED] > n - 1:
         st.session_state[ATTENDED] = min(st.session_state.get(STEP, 0), n - 1)
     s = st.session_state[ATTENDED]
-    st.plotly_chart(fig.character_strip(text[:n], s), key=STRIP, on_select=_on_strip_click,
+    st.plotly_chart(for_the_room(fig.character_strip(text[:n], s)), key=STRIP, on_select=_on_strip_click,
                     selection_mode="points", config={"displayModeBar": False}, width="stretch")
     if n > 1:
         s = st.select_slider("s: the character attended to", options=list(range(n)), key=ATTENDED,

@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from rnnviz.ui.app.presenting import HIDE_PARAM, hidden_names, hide_controls
 from rnnviz.ui.kit.widgets import literal
 
 
@@ -71,7 +72,9 @@ def parse_choice(options: Sequence[Any]) -> Callable[[str], Any]:
 
 
 def restore_from_link(page: str, params: Sequence[LinkParam]) -> None:
-    """Once per session and page, seed the widgets' state from the URL; note any value that was ignored."""
+    """Once per session and page, seed the widgets' state from the URL; note any value that was ignored. On every
+    run, hide the controls that ?hide= names (rnnviz.ui.app.presenting)."""
+    unknown = hide_controls(hidden_names(), {param.name: param.key for param in params})
     flag = f"_link_restored_{page}"
     if st.session_state.get(flag):
         return
@@ -88,6 +91,10 @@ def restore_from_link(page: str, params: Sequence[LinkParam]) -> None:
     if ignored:
         st.warning("Some settings in the link were not valid and were left at their defaults: " + "; ".join(ignored),
                    icon=":material/link_off:")
+    if unknown:
+        st.warning(f"{HIDE_PARAM}= in the link names controls this page does not have "
+                   f"({', '.join(literal(name[:40]) for name in unknown)}), so nothing was hidden for them. This page "
+                   f"can hide: {', '.join(param.name for param in params)}.", icon=":material/link_off:")
 
 
 def mirror_to_link(params: Sequence[LinkParam]) -> None:
@@ -102,7 +109,11 @@ def mirror_to_link(params: Sequence[LinkParam]) -> None:
 def share_link(params: Sequence[LinkParam]) -> None:
     """A "Copy link" box: the page's address with its settings, in a code block with a copy button."""
     base = (st.context.url or "").split("?")[0]
-    query = urlencode({p.name: p.format(st.session_state[p.key]) for p in params if p.key in st.session_state})
+    values = {p.name: p.format(st.session_state[p.key]) for p in params if p.key in st.session_state}
+    hidden = [name for name in hidden_names() if name in {p.name for p in params}]
+    if hidden:  # the controls the teacher hid stay hidden for whoever opens the link; presenting is the teacher's
+        values[HIDE_PARAM] = ",".join(hidden)
+    query = urlencode(values, safe=",")
     with st.popover("Copy link", icon=":material/link:"):
         st.caption("This address reopens the page with the settings you see now.")
         st.code(f"{base}?{query}" if query else base, language=None)

@@ -6,7 +6,9 @@ import re
 
 import streamlit as st
 
+from rnnviz.figures import scale_fonts
 from rnnviz.ui.app.navigation import SEED_KEY
+from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
 from rnnviz.ui.app.registry import page_by_url
 
 DEFAULT_SEED = 0
@@ -49,6 +51,12 @@ def page_header(url_path: str, intro: str, equation: str | None = None) -> None:
         st.latex(equation)
 
 
+def for_the_room(fig):
+    """``fig`` as drawn now: with every text 1.25 times larger while the session presents (app.presenting), else
+    as it is (the figures of a cache are never changed: the larger copy is new)."""
+    return scale_fonts(fig, ROOM_SCALE) if presenting() else fig
+
+
 def plot(fig, key: str | None = None) -> None:
     """Render a plotly figure at the container's width with the app's chart config."""
-    st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key=key)
+    st.plotly_chart(for_the_room(fig), width="stretch", config=PLOTLY_CONFIG, key=key)
