@@ -19,9 +19,11 @@ SWITCH_CONTAINER = "presenting_switch"
 _RESTORED = "_presenting_restored"
 ROOM_SCALE = 1.25  # text and figure labels, against the app's own sizes (Streamlit's 16 px text, figures' 16 px)
 
-# Where the switch sits on every page: in the header's empty middle, left of Streamlit's menu, out of the page's flow.
+# Where the switch sits on every page: in the header's empty middle, left of Streamlit's menu, out of the page's flow
+# (its wrapper too, which would otherwise add a gap above the title and push a one-screen section past the screen).
 SWITCH_CSS = f"""<style>
 .st-key-{SWITCH_CONTAINER} {{ position: fixed; top: 0.65rem; right: 4.5rem; z-index: 999991; width: auto; }}
+[data-testid="stLayoutWrapper"]:has(> .st-key-{SWITCH_CONTAINER}) {{ display: contents; }}
 </style>"""
 
 # Streamlit sizes its text, spacing and widgets in rem, so one root size scales the whole page.
