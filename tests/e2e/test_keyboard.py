@@ -1,0 +1,51 @@
+"""The lesson's main controls with a keyboard only: the first Tab reaches Streamlit's "Skip to main content" link,
+Enter on it skips the sidebar's navigation, and a few Tabs later the page's main button has the focus; Enter
+presses it (issue 32: Start was 20 Tab presses away through the navigation, Step 26)."""
+
+from playwright.sync_api import expect
+
+from rnnviz.figures.handbuilt import fmt, fmt_vector
+from rnnviz.lessons.handbuilt import HandConfig, run_handbuilt
+from tests.e2e.harness import open_app_page, wait_idle
+
+# After the skip link: the Presenting switch, its help, the title's anchor, then the page's own controls in their
+# order (the hand-built page's Step comes after the bits, the nonlinearity, the quiz, Copy link and the weights: 11).
+MAX_TABS_AFTER_SKIP = 12
+
+
+def focused_text(page) -> str:
+    return page.evaluate("() => (document.activeElement?.innerText || document.activeElement?.ariaLabel || '')")
+
+
+def tab_to_button(page, name: str) -> int:
+    """Skip the navigation, then Tab until the button called ``name`` has the focus; returns the Tabs after the
+    skip link."""
+    page.keyboard.press("Tab")
+    expect(page.locator(":focus")).to_have_text("Skip to main content")
+    page.keyboard.press("Enter")
+    for tabs in range(1, MAX_TABS_AFTER_SKIP + 1):
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement?.tagName") == "BUTTON" and focused_text(page).strip().endswith(
+                name):
+            return tabs
+    raise AssertionError(f"{name} not reached within {MAX_TABS_AFTER_SKIP} Tabs after the skip link")
+
+
+def test_tab_reaches_and_enter_presses_the_hand_built_step(page, base_url):
+    open_app_page(page, base_url, "hand-built-rnn?bits=1101")
+    tab_to_button(page, "Step")
+    page.keyboard.press("Enter")
+    step = run_handbuilt(HandConfig(bits=(1, 1, 0, 1))).steps[0]  # t = 1: x_1, h_0, h_1 and y_1 (labels are KaTeX)
+    expect(page.locator("[data-testid='stMetricValue']")).to_have_text(
+        [str(step.x_t), fmt_vector(step.h_prev, 2), fmt_vector(step.h_t, 2), fmt(step.y_t, 2)])
+
+
+def test_tab_reaches_and_enter_presses_the_live_start(page, base_url):
+    open_app_page(page, base_url, "char-model-training?preset=Python+code+%283+min%29")  # a built-in corpus: offline
+    tab_to_button(page, "Start")
+    page.keyboard.press("Enter")
+    pause = page.get_by_role("button", name="Pause")
+    expect(pause).to_be_enabled(timeout=60_000)  # the run trains
+    pause.click()  # stop it: the next test has the server's cores
+    expect(page.get_by_role("button", name="Start")).to_be_enabled(timeout=60_000)
+    wait_idle(page)
