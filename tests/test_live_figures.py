@@ -1,6 +1,7 @@
 """Figures of the live-training page: the reference lines, units, downsampling and escaped text."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -57,6 +58,30 @@ def test_context_html_escapes_user_text():
     html = context_html(text, len(text) - 1)
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; mor" in html
     assert "&lt;" in context_html("a<b", 1), "the highlighted character is escaped too"
+
+
+def _contrast(foreground: str, background: str) -> float:
+    """WCAG 2's contrast ratio of two #rrggbb colours: (L1 + 0.05) / (L2 + 0.05) of their relative luminances."""
+
+    def luminance(colour: str) -> float:
+        channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    light, dark = sorted((luminance(foreground), luminance(background)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_context_html_text_meets_wcag_aa_contrast():
+    """The highlighted character and the greyed text after it read at 4.5:1 or more (WCAG AA, normal text)."""
+    html = context_html("hello world", 4)
+    highlight = re.search(r'background: (#[0-9a-f]{6}); color: (#[0-9a-f]{6})', html)
+    following = re.search(r'<span style="color: (#[0-9a-f]{6});">', html)
+    assert highlight and following, html
+    assert _contrast(highlight.group(2), highlight.group(1)) >= 4.5
+    assert _contrast(following.group(1), "#ffffff") >= 4.5
+    assert round(_contrast("#ffffff", "#f58518"), 1) == 2.5  # the white it had: the formula agrees with axe's figure
+    assert round(_contrast("#000000", "#ffffff"), 1) == 21.0
 
 
 def test_latex_matrix_highlights_a_column():

@@ -168,6 +168,12 @@ def latex_matrix(
     return r"\begin{bmatrix}" + r" \\ ".join(rows) + r"\end{bmatrix}"
 
 
+# Text colours of context_html that meet WCAG AA (4.5:1) for normal text: near-black on the orange highlight
+# (white on it was 2.5:1), and a grey for what follows on white (PALETTE["theory"] was 4.0:1).
+ON_HIGHLIGHT = "#1a1a1a"
+FOLLOWING_TEXT = "#666666"
+
+
 def context_html(text: str, position: int, before: int = 80, after: int = 30) -> str:
     """The text around ``position`` as HTML: that character highlighted, what follows greyed.
 
@@ -179,9 +185,9 @@ def context_html(text: str, position: int, before: int = 80, after: int = 30) ->
         '<div style="font-family: monospace; font-size: 1.05rem; white-space: pre-wrap; line-height: 1.5; '
         'border: 1px solid #ddd; border-radius: 6px; padding: 0.5rem 0.75rem;">'
         f'{"…" if start > 0 else ""}{html.escape(text[start:position])}'
-        f'<span style="background: {PALETTE["highlight"]}; color: white; border-radius: 3px; padding: 0 2px;">'
-        f"{html.escape(shown)}</span>"
-        f'<span style="color: {PALETTE["theory"]};">{html.escape(text[position + 1 : position + 1 + after])}</span>'
+        f'<span style="background: {PALETTE["highlight"]}; color: {ON_HIGHLIGHT}; border-radius: 3px; '
+        f'padding: 0 2px;">{html.escape(shown)}</span>'
+        f'<span style="color: {FOLLOWING_TEXT};">{html.escape(text[position + 1 : position + 1 + after])}</span>'
         "</div>"
     )
 
