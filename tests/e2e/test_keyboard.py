@@ -40,9 +40,15 @@ def test_tab_reaches_and_enter_presses_the_hand_built_step(page, base_url):
         [str(step.x_t), fmt_vector(step.h_prev, 2), fmt_vector(step.h_t, 2), fmt(step.y_t, 2)])
 
 
+FOCUS_RING = """() => { const style = getComputedStyle(document.activeElement);
+    return [style.outlineStyle, style.outlineWidth, style.outlineColor]; }"""
+
+
 def test_tab_reaches_and_enter_presses_the_live_start(page, base_url):
     open_app_page(page, base_url, "char-model-training?preset=Python+code+%283+min%29")  # a built-in corpus: offline
     tab_to_button(page, "Start")
+    # The red primary button shows where the focus is: a dark ring, not Streamlit's faint red glow.
+    assert page.evaluate(FOCUS_RING) == ["solid", "2px", "rgb(26, 26, 26)"]
     page.keyboard.press("Enter")
     pause = page.get_by_role("button", name="Pause")
     expect(pause).to_be_enabled(timeout=60_000)  # the run trains
