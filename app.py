@@ -25,7 +25,7 @@ warm_up_once()
 reap_expired_sessions()
 start_session_sweeper()  # once per process: closed tabs are freed even when nobody runs a script any more
 page = build_navigation()
-render_sidebar()
+render_sidebar(page.url_path)
 st.html(FOCUS_CSS)
 presenting_switch()  # before the page: a link's ?present=1 takes effect on its first screen
 page.run()

@@ -6,6 +6,7 @@ import streamlit as st
 
 from rnnviz.ui.captioning import scene as scene_builder
 from rnnviz.ui.captioning import sections
+from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.kit.widgets import page_header
 
 page_header(
@@ -28,6 +29,11 @@ st.latex(r"c_t = f_t \odot c_{t-1} + i_t \odot g_t,\qquad h_t = o_t \odot \tanh(
 st.latex(r"x_t = E\,w_{t-1},\quad w_0 = \langle\mathrm{START}\rangle,\qquad v = \mathrm{CNN}(\text{image}),"
          r"\qquad t = 1, 2, \ldots \text{ until } w_t = \langle\mathrm{END}\rangle")
 
+LINK = (*scene_builder.LINK, *sections.LINK)
+restore_from_link("captioning", LINK)
+scene_builder.set_defaults()
+sections.set_defaults()
+share_link(LINK)
 caps = sections.captioners()
 built = scene_builder.build_scene()
 if built is not None:
@@ -37,3 +43,4 @@ if built is not None:
 sections.joins_section(caps, None if built is None else built[1])
 sections.hallucination_section(caps)
 sections.train_section()
+mirror_to_link(LINK)

@@ -5,8 +5,12 @@ import streamlit as st
 
 from rnnviz.ui.kit.links import (
     LinkParam,
+    format_bool,
+    format_choices,
     mirror_to_link,
+    parse_bool,
     parse_choice,
+    parse_choices,
     parse_float_in,
     parse_int_in,
     restore_from_link,
@@ -16,9 +20,19 @@ from rnnviz.ui.kit.widgets import page_header
 from rnnviz.ui.mechanics import gradient as sections
 
 LINK = (
-    LinkParam("section", sections.SECTION, parse_choice(list(sections.SECTIONS))),
-    LinkParam("sigma", sections.SIGMA, parse_float_in(0.5, 1.5), lambda v: f"{v:.2f}"),
-    LinkParam("K", sections.STEPS, parse_int_in(10, 300)),
+    LinkParam("section", sections.SECTION, parse_choice(list(sections.SECTIONS)), example="clipping"),
+    LinkParam("sigma", sections.SIGMA, parse_float_in(0.5, 1.5), lambda v: f"{v:.2f}", example="0.90"),
+    LinkParam("K", sections.STEPS, parse_int_in(10, 300), example="120"),
+    LinkParam("H", sections.HIDDEN, parse_choice(sections.HIDDEN_SIZES), example="16"),
+    LinkParam("matrix", sections.MATRIX, parse_choice(list(sections.MATRICES)), example="gaussian"),
+    LinkParam("v", sections.VECTOR, parse_choice(list(sections.VECTORS)), example="random"),
+    LinkParam("x_scale", sections.INPUT_SCALE, parse_float_in(0.0, 3.0), lambda v: f"{v:g}", example="0.5"),
+    LinkParam("w_ih", sections.INPUT_WEIGHT, parse_float_in(0.0, 3.0), lambda v: f"{v:g}", example="2"),
+    LinkParam("overlay", sections.OVERLAY, parse_choices(sections.OVERLAYS), format_choices, example="0.8,1.2"),
+    LinkParam("log", sections.LOG_BARS, parse_bool, format_bool, example="0"),
+    LinkParam("theta", sections.THRESHOLD, parse_choice(sections.THRESHOLDS), example="0.25"),
+    LinkParam("lr", sections.LR, parse_choice(sections.RATES), example="2.0"),
+    LinkParam("b_f", sections.FORGET_BIAS, parse_float_in(-2.0, 6.0), lambda v: f"{v:g}", example="1"),
 )
 
 page_header(

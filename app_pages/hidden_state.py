@@ -4,8 +4,8 @@ Transformer's attention, how far back each one remembers (memory probes) and the
 import streamlit as st
 
 from rnnviz.core import equations
-from rnnviz.ui.hidden_state import memory, sections
-from rnnviz.ui.hidden_state.race import race_section
+from rnnviz.ui.hidden_state import memory, race, sections
+from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.kit.widgets import page_header
 
 page_header(
@@ -20,7 +20,11 @@ page_header(
 for kind in ("rnn", "lstm", "mingru", "transformer"):
     st.latex(equations.labelled_update(kind))
 
-sections.choose_sentence()
+LINK = (*sections.LINK, *race.LINK)
+restore_from_link("hidden_state", LINK)
+with st.container(horizontal=True, vertical_alignment="bottom"):
+    sections.choose_sentence()
+    share_link(LINK)
 slots = sections.slots()
 with st.expander("The four models: shipped, live-trained, uploaded or raced", icon=":material/info:"):
     sections.choose_models()
@@ -29,4 +33,5 @@ sections.step_through(slots)
 sections.who_attends(slots)
 memory.draw_probe(slots)
 memory.draw_bottleneck(slots)
-race_section()
+race.race_section()
+mirror_to_link(LINK)

@@ -7,7 +7,10 @@ from rnnviz.figures.shapes import five_shapes_figure
 from rnnviz.lessons.shapes import SHAPES
 from rnnviz.ui.app.registry import COURSE, page_by_url
 from rnnviz.ui.kit.cache import shared_figure
+from rnnviz.ui.kit.links import restore_from_link, share_link
 from rnnviz.ui.kit.widgets import page_header, plot
+
+PAGE = "home"
 
 page_header(
     "home",
@@ -16,6 +19,8 @@ page_header(
     "any length. Problems differ in where the inputs x_t go in and where the outputs y_t come out:",
     r"h_t = \tanh(W_{hh}\, h_{t-1} + W_{xh}\, x_t), \qquad y_t = W_{hy}\, h_t",
 )
+restore_from_link(PAGE, ())  # Home has no settings of its own: its link carries the sidebar's seed
+share_link(())
 plot(shared_figure(five_shapes_figure))
 
 for shape in SHAPES:

@@ -23,8 +23,8 @@ GATE_SLIDERS = {  # gate: (label, low, high, default)
     "o": ("output gate o", 0.0, 1.0, 1.0),
 }
 LINK = tuple(
-    LinkParam(gate, page_key(gate), parse_float_in(low, high), lambda v: f"{v:.2f}")
-    for gate, (_, low, high, _) in GATE_SLIDERS.items()
+    LinkParam(gate, page_key(gate), parse_float_in(low, high), lambda v: f"{v:.2f}", example=example)
+    for (gate, (_, low, high, _)), example in zip(GATE_SLIDERS.items(), ("0.95", "0.10", "-0.40", "0.30"))
 )
 MAX_SATURATION_CHARS = 2000
 DEFAULT_SATURATION_MODEL = "pretrained:lstm-english-docs"  # held-out prose reads well in a class

@@ -2,8 +2,10 @@
 
 import streamlit as st
 
+from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.kit.widgets import page_header
-from rnnviz.ui.memory.tabs import conditioning_tab, cost_tab, delay_tab, set_defaults
+from rnnviz.ui.memory.settings import LINK, TAB, TABS, set_defaults
+from rnnviz.ui.memory.tabs import conditioning_tab, cost_tab, delay_tab
 
 page_header(
     "memory-experiments",
@@ -17,13 +19,14 @@ page_header(
     r"h_0 = \tanh(W v) \qquad c_t = f_t \odot c_{t-1} + i_t \odot g_t",
 )
 
+restore_from_link("memory", LINK)
 set_defaults()
-tab_delay, tab_conditioning, tab_cost = st.tabs(
-    ["1 · Delayed copy: RNN against LSTM", "2 · Conditioning on a vector", "3 · What recurrence costs"]
-)
+share_link(LINK)
+tab_delay, tab_conditioning, tab_cost = st.tabs(list(TABS.values()), key=TAB, on_change="rerun")
 with tab_delay:
     delay_tab()
 with tab_conditioning:
     conditioning_tab()
 with tab_cost:
     cost_tab()
+mirror_to_link(LINK)

@@ -7,6 +7,7 @@ from rnnviz.figures.stacked import cell_sentence, grid_figure, parameters_figure
 from rnnviz.lessons.stacked import (
     MAX_LAYERS,
     MAX_WIDTH,
+    MAX_WORDS,
     ORDERS,
     StackConfig,
     computation_order,
@@ -14,10 +15,20 @@ from rnnviz.lessons.stacked import (
     parse_words,
 )
 from rnnviz.ui.kit.cache import shared_figure
+from rnnviz.ui.kit.links import (
+    LinkParam,
+    mirror_to_link,
+    parse_choice,
+    parse_int_in,
+    parse_text,
+    restore_from_link,
+    share_link,
+)
 from rnnviz.ui.kit.stepper import step_controls
 from rnnviz.ui.kit.widgets import page_header, plot, seed
 from rnnviz.ui.mechanics.runs import stack_depth_table, stack_run
 
+CELLS = ("rnn", "lstm", "gru")
 EMBED_DIM = 3  # E: each word is a 3-number vector, as in the lecture's example
 
 page_header(
@@ -30,17 +41,34 @@ page_header(
     r"\quad h_t^{(0)} = x_t, \qquad P = \sum_{\ell} G\, d_\ell\, (d_{\ell-1} + d_\ell + 2)",
 )
 
+WORDS_CHARS = 80
+LINK = (
+    LinkParam("words", "stacked_words", parse_text(WORDS_CHARS), example="a dog ran home"),
+    LinkParam("cell", "stacked_kind", parse_choice(CELLS), example="gru"),
+    LinkParam("layers", "stacked_layers", parse_int_in(1, MAX_LAYERS), example="3"),
+    LinkParam("order", "stacked_order", parse_choice(ORDERS), example="step by step"),
+    *(LinkParam(f"d{i}", f"stacked_d{i}", parse_int_in(1, MAX_WIDTH), example=str((i + 3) % MAX_WIDTH + 1))
+      for i in range(1, MAX_LAYERS + 1)),
+    LinkParam("cell_step", "stacked_step", parse_int_in(1, MAX_LAYERS * MAX_WORDS), example="7"),
+)
+restore_from_link("stacked", LINK)
+for key, default in (("stacked_words", "the cat sat"), ("stacked_kind", "lstm"), ("stacked_layers", 2),
+                     ("stacked_order", ORDERS[0]), *((f"stacked_d{i}", 3) for i in range(1, MAX_LAYERS + 1))):
+    st.session_state.setdefault(key, default)
+
 col_words, col_kind, col_layers, col_order = st.columns([2, 1.4, 1.2, 1.6])
-words_text = col_words.text_input("Words, one per step", "the cat sat", key="stacked_words", max_chars=80)
-kind = col_kind.segmented_control("Cell", ["rnn", "lstm", "gru"], format_func=str.upper, key="stacked_kind",
-                                  default="lstm", required=True)
-layers = col_layers.slider("Layers", 1, MAX_LAYERS, 2, key="stacked_layers")
+words_text = col_words.text_input("Words, one per step", key="stacked_words", max_chars=WORDS_CHARS)
+kind = col_kind.segmented_control("Cell", CELLS, format_func=str.upper, key="stacked_kind", required=True)
+layers = col_layers.slider("Layers", 1, MAX_LAYERS, key="stacked_layers")
 order = col_order.radio("Computation order", ORDERS, key="stacked_order")
-size_cols = st.columns(MAX_LAYERS + 1)
+size_cols = st.columns([2.4, *[1] * MAX_LAYERS, 1.5], vertical_alignment="bottom")
 size_cols[0].markdown(f"**Hidden sizes** $d_\\ell$ (input width $E = {EMBED_DIM}$)")
 sizes = tuple(
-    size_cols[i + 1].number_input(f"$d_{i + 1}$", 1, MAX_WIDTH, 3, key=f"stacked_d{i + 1}") for i in range(layers)
+    size_cols[i + 1].number_input(f"$d_{i + 1}$", 1, MAX_WIDTH, key=f"stacked_d{i + 1}") for i in range(layers)
 )
+with size_cols[-1]:
+    share_link(LINK)
+mirror_to_link(LINK)
 
 try:
     config = StackConfig(kind=kind, sizes=sizes, words=parse_words(words_text), embed_dim=EMBED_DIM, seed=seed())
@@ -49,7 +77,9 @@ except ValueError as err:
     st.stop()
 run = stack_run(config)
 cells = computation_order(config.layers, len(config.words), order)
-done = step_controls("stacked_step", 1, len(cells), caption=f"cell **{{step}}** of {len(cells)}")
+done = step_controls("stacked_step", 1, len(cells), caption=f"cell **{{step}}** of {len(cells)}",
+                     out_of_range="Cell {asked} is past the end of this grid, so the page shows cell {step}.")
+mirror_to_link(LINK)
 layer, t = cells[done - 1]
 plot(shared_figure(grid_figure, run, cells, done, key=(config, order, done)))
 

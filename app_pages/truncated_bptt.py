@@ -4,6 +4,17 @@ import streamlit as st
 
 from rnnviz.figures.tbptt import chunk_figure, curves_figure, sweep_figure
 from rnnviz.lessons.tbptt import SweepConfig
+from rnnviz.ui.kit.keys import PageKeys
+from rnnviz.ui.kit.links import (
+    LinkParam,
+    format_choices,
+    mirror_to_link,
+    parse_choice,
+    parse_choices,
+    parse_int_in,
+    restore_from_link,
+    share_link,
+)
 from rnnviz.ui.kit.widgets import page_header, plot, seed
 from rnnviz.ui.mechanics.runs import tbptt_reach
 from rnnviz.ui.mechanics.sweep import chunk_choices, run_missing, stored_runs
@@ -18,15 +29,40 @@ page_header(
     r"\qquad y_t = x_{t-D}",
 )
 
-col_d, col_l, col_steps = st.columns(3)
-delay = col_d.slider("Delay D", 1, 12, 4, key="tbptt_delay")
-length = col_l.select_slider("Sequence length L", [16, 24, 32, 48], 32, key="tbptt_length")
-steps = col_steps.select_slider("Training steps per run", [100, 200, 400, 800, 1200, 1600], 800, key="tbptt_steps")
+PAGE = PageKeys("tbptt")
+DELAY, LENGTH, STEPS = PAGE("delay"), PAGE("length"), PAGE("steps")
+VIEW_CHUNK, POSITION, CHUNKS = PAGE("view_chunk"), PAGE("position"), PAGE("chunks")
+LENGTHS = (16, 24, 32, 48)
+STEP_COUNTS = (100, 200, 400, 800, 1200, 1600)
+LINK = (
+    LinkParam("D", DELAY, parse_int_in(1, 12), example="7"),
+    LinkParam("L", LENGTH, parse_choice(LENGTHS), example="48"),
+    LinkParam("steps", STEPS, parse_choice(STEP_COUNTS), example="400"),
+    LinkParam("K", VIEW_CHUNK, parse_int_in(1, max(LENGTHS)), example="10"),
+    LinkParam("t", POSITION, parse_int_in(1, max(LENGTHS)), example="30"),
+    LinkParam("sweep", CHUNKS, parse_choices(chunk_choices(max(LENGTHS))), format_choices,
+              example="4,8,12"),
+)
+restore_from_link("tbptt", LINK)
+for key, default in ((DELAY, 4), (LENGTH, 32), (STEPS, 800)):
+    st.session_state.setdefault(key, default)
+
+col_d, col_l, col_steps, col_link = st.columns([3, 3, 3, 1], vertical_alignment="bottom")
+delay = col_d.slider("Delay D", 1, 12, key=DELAY)
+length = col_l.select_slider("Sequence length L", LENGTHS, key=LENGTH)
+steps = col_steps.select_slider("Training steps per run", STEP_COUNTS, key=STEPS)
+with col_link:
+    share_link(LINK)
+
+# K, t and the swept K depend on L: kept inside it when L shrinks (or a link names more than L has).
+st.session_state[VIEW_CHUNK] = min(st.session_state.get(VIEW_CHUNK, 6), length)
+st.session_state[POSITION] = min(st.session_state.get(POSITION, 2 * st.session_state[VIEW_CHUNK]), length)
+st.session_state[CHUNKS] = [k for k in st.session_state.get(CHUNKS, (2, 4, 6, 8, 16)) if k in chunk_choices(length)]
 
 st.subheader("Where the gradient reaches")
 col_k, col_t = st.columns(2)
-view_chunk = col_k.slider("Chunk length K", 1, length, min(6, length), key="tbptt_view_chunk")
-position = col_t.slider("Loss at step t", 1, length, min(2 * view_chunk, length), key="tbptt_position")
+view_chunk = col_k.slider("Chunk length K", 1, length, key=VIEW_CHUNK)
+position = col_t.slider("Loss at step t", 1, length, key=POSITION)
 try:
     base = SweepConfig(delay=delay, length=length, chunks=(view_chunk,), steps=steps, seed=seed())
 except ValueError as err:
@@ -47,8 +83,8 @@ else:
                "so this loss can teach the network to keep its input.")
 
 st.subheader("The experiment: sweep K against D")
-chunks = st.pills("Chunk lengths K to train", chunk_choices(length), selection_mode="multi",
-                  default=[k for k in (2, 4, 6, 8, 16) if k <= length], key="tbptt_chunks")
+chunks = st.pills("Chunk lengths K to train", chunk_choices(length), selection_mode="multi", key=CHUNKS)
+mirror_to_link(LINK)
 try:
     config = SweepConfig(delay=delay, length=length, chunks=tuple(sorted(chunks)), steps=steps, seed=seed())
 except ValueError as err:
@@ -63,7 +99,7 @@ if missing:
     st.caption(f"A {config.hidden}-unit LSTM, {config.steps} Adam steps per run on {config.alphabet} symbols "
                f"(chance {config.task.chance:.2f}); runs already trained with these settings are kept.")
     if st.button(f"Train {len(missing)} run{'s' * (len(missing) > 1)} (K = {', '.join(map(str, missing))})",
-                 key="tbptt_run", type="primary", icon=":material/play_arrow:"):
+                 key=PAGE("run"), type="primary", icon=":material/play_arrow:"):
         run_missing(config, missing)
         st.rerun()  # redraw from the cache, without the button
 

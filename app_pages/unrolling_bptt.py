@@ -3,7 +3,17 @@
 import streamlit as st
 
 from rnnviz.figures.unroll import gradient_sum_latex, step_contributions_figure, unrolled_figure
-from rnnviz.lessons.unroll import ATTACHMENTS, MAX_HIDDEN, MAX_STEPS, UnrollConfig
+from rnnviz.lessons.unroll import ATTACHMENTS, FEEDS, MAX_HIDDEN, MAX_STEPS, POOLS, UnrollConfig
+from rnnviz.ui.kit.keys import PageKeys
+from rnnviz.ui.kit.links import (
+    LinkParam,
+    mirror_to_link,
+    parse_choice,
+    parse_float_in,
+    parse_int_in,
+    restore_from_link,
+    share_link,
+)
 from rnnviz.ui.kit.widgets import page_header, plot, seed
 from rnnviz.ui.mechanics.runs import unroll_result
 
@@ -18,20 +28,40 @@ page_header(
     r"\frac{\partial h_t}{\partial h_{t-1}} = \operatorname{diag}\big(\tanh'(a_t)\big)\, W_{hh}",
 )
 
+PAGE = PageKeys("unroll")
+STEPS, HIDDEN, GAIN = PAGE("steps"), PAGE("hidden"), PAGE("gain")
+ATTACH, POOL, FEED = PAGE("attach"), PAGE("pool"), PAGE("feed")
+LINK = (
+    LinkParam("T", STEPS, parse_int_in(2, MAX_STEPS), example="9"),
+    LinkParam("H", HIDDEN, parse_int_in(1, MAX_HIDDEN), example="5"),
+    LinkParam("gain", GAIN, parse_float_in(0.25, 3.0), lambda v: f"{v:g}", example="1.5"),
+    LinkParam("loss", ATTACH, parse_choice(ATTACHMENTS), example="many-to-one"),
+    LinkParam("pool", POOL, parse_choice(POOLS), example="mean"),
+    LinkParam("feed", FEED, parse_choice(FEEDS), example="previous output"),
+)
+restore_from_link("unrolling", LINK)
+for key, default in ((STEPS, 6), (HIDDEN, 3), (GAIN, 1.0), (ATTACH, "many-to-many"),
+                     (POOL, "last"), (FEED, "zeros")):
+    st.session_state.setdefault(key, default)
+# The gain slider moves in quarters: a link's 1.3 is shown at the nearest quarter the slider has.
+st.session_state[GAIN] = round(st.session_state[GAIN] * 4) / 4
+
 col_t, col_h, col_gain = st.columns(3)
-steps = col_t.slider("Steps T", 2, MAX_STEPS, 6, key="unroll_steps")
-hidden = col_h.slider("Hidden size H", 1, MAX_HIDDEN, 3, key="unroll_hidden")
-gain = col_gain.slider("Scale of $W_{hh}$", 0.25, 3.0, 1.0, 0.25, key="unroll_gain",
+steps = col_t.slider("Steps T", 2, MAX_STEPS, key=STEPS)
+hidden = col_h.slider("Hidden size H", 1, MAX_HIDDEN, key=HIDDEN)
+gain = col_gain.slider("Scale of $W_{hh}$", 0.25, 3.0, step=0.25, key=GAIN,
                        help="Multiplies the random W_hh: larger values make the Jacobians larger.")
-col_attach, col_option = st.columns([2, 1])
-attach = col_attach.segmented_control("Where the loss attaches", ATTACHMENTS, key="unroll_attach",
-                                      default="many-to-many", required=True)
+col_attach, col_option, col_link = st.columns([2, 1, 0.6], vertical_alignment="bottom")
+attach = col_attach.segmented_control("Where the loss attaches", ATTACHMENTS, key=ATTACH, required=True)
 pool, feed = "last", "zeros"
 if attach == "many-to-one":
-    pool = col_option.radio("The loss reads", ["last", "mean"], key="unroll_pool", horizontal=True,
+    pool = col_option.radio("The loss reads", POOLS, key=POOL, horizontal=True,
                             format_func={"last": "$h_T$ only", "mean": "the mean of all $h_t$"}.get)
 elif attach == "one-to-many":
-    feed = col_option.radio("Inputs after $x_1$", ["zeros", "previous output"], key="unroll_feed", horizontal=True)
+    feed = col_option.radio("Inputs after $x_1$", FEEDS, key=FEED, horizontal=True)
+with col_link:
+    share_link(LINK)
+mirror_to_link(LINK)
 
 config = UnrollConfig(steps=steps, hidden=hidden, attach=attach, pool=pool, feed=feed, gain=gain, seed=seed())
 result = unroll_result(config)

@@ -38,7 +38,7 @@ def test_delay_sweep_runs_quick_and_shows_its_measurements(page):
         assert float(line.group(1)) == pytest.approx(shown["vanilla RNN"], abs=0.006)
         assert float(line.group(2)) == pytest.approx(shown["LSTM"], abs=0.006)
     # The run the page prints as a command is the engine's run with those settings, number for number.
-    command = at.code[0].value
+    command = next(c.value for c in at.code if c.value.startswith("rnnviz "))
     assert command.startswith("rnnviz experiments delay --model lstm --delay 8 --length 24")
     config = dataclasses.replace(DEFAULT_RECIPE, alphabet=4, length=24, delays=(8,), steps=40)
     seed = int(re.search(r"--seed (\d+)", command).group(1))

@@ -5,8 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from rnnviz.ui.app.registry import GROUPS, PAGES, PageSpec, course_neighbours, page_by_title
+from rnnviz.ui.app.text import literal
 
 SEED_KEY = "seed"  # the sidebar's seed, read by every page through kit.widgets.seed
+SEED_PARAM = "seed"  # ?seed=7: every page's link carries the seed when it is not the default
+DEFAULT_SEED = 0
+MAX_SEED = 2**31 - 1
 COURSE_FOOTER = "course_footer"  # the container of Previous and Next (its CSS class: st-key-course_footer)
 
 ABOUT = (
@@ -50,13 +54,43 @@ def _step_name(spec: PageSpec) -> str:
     return spec.title if spec.chapter == "Beyond" else f"{spec.chapter} {spec.title}"
 
 
-def render_sidebar() -> None:
-    """The shared sidebar: the global seed, about and links."""
+def restore_seed_from_link(page: str) -> None:
+    """Once per session and page (as a page's own settings), the seed from ``?seed=``, before the sidebar draws its
+    box; a bad one is said and left at the default."""
+    flag = f"_link_restored_seed_{page}"
+    if st.session_state.get(flag):
+        return
+    st.session_state[flag] = True
+    text = st.query_params.get(SEED_PARAM)
+    if text is None:
+        return
+    try:
+        value = int(text)
+        if not DEFAULT_SEED <= value <= MAX_SEED:
+            raise ValueError(f"{value} is outside {DEFAULT_SEED}…{MAX_SEED}")
+    except ValueError as err:
+        st.warning(f"The seed in the link was not valid and was left at {DEFAULT_SEED}: "
+                   f"seed={literal(text[:40])} ({literal(err)})", icon=":material/link_off:")
+        return
+    st.session_state[SEED_KEY] = value
+
+
+def mirror_seed_to_link() -> None:
+    """The seed in the address when it is not the default (or when the address already names one)."""
+    value = int(st.session_state.get(SEED_KEY, DEFAULT_SEED))
+    if value != DEFAULT_SEED or SEED_PARAM in st.query_params:
+        if st.query_params.get(SEED_PARAM) != str(value):
+            st.query_params[SEED_PARAM] = str(value)
+
+
+def render_sidebar(page: str) -> None:
+    """The shared sidebar: the global seed (from the link, and kept in it), about and links."""
+    restore_seed_from_link(page)
     with st.sidebar:
         st.number_input(
             "Seed",
-            min_value=0,
-            max_value=2**31 - 1,
+            min_value=DEFAULT_SEED,
+            max_value=MAX_SEED,
             step=1,
             key=SEED_KEY,
             help="Seeds every random weight, input and sample on the pages, so a class sees the same numbers.",
@@ -70,3 +104,4 @@ def render_sidebar() -> None:
                 "- [LSTMVis](http://lstm.seas.harvard.edu/)\n"
                 "- [Distill: Memorization in RNNs](https://distill.pub/2019/memorization-in-rnns/)"
             )
+    mirror_seed_to_link()

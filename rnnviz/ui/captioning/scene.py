@@ -9,6 +9,7 @@ import streamlit as st
 from rnnviz.captioning import world
 from rnnviz.figures import captioning as fig
 from rnnviz.ui.kit.keys import PageKeys
+from rnnviz.ui.kit.links import LinkParam, parse_choice, parse_int_in
 from rnnviz.ui.kit.widgets import literal, plot
 
 PAGE = "cap"
@@ -40,11 +41,34 @@ def _preset_empty_water() -> None:
 
 
 def set_defaults() -> None:
-    if page_key("bg") not in st.session_state:
-        _set_scene(DEFAULT_SCENE, 0)
+    """The default scene, setting by setting: a link may have set some of them already."""
+    st.session_state.setdefault(page_key("bg"), DEFAULT_SCENE.background)
+    at = {o.position: o for o in DEFAULT_SCENE.objects}
     for pos in world.POSITIONS:
-        st.session_state.setdefault(page_key("colour", pos), "red")
-        st.session_state.setdefault(page_key("size", pos), "small")
+        obj = at.get(pos)
+        st.session_state.setdefault(page_key("shape", pos), obj.shape if obj else NONE)
+        st.session_state.setdefault(page_key("colour", pos), obj.colour if obj else "red")
+        st.session_state.setdefault(page_key("size", pos), obj.size if obj else "small")
+    st.session_state.setdefault(page_key("rows"), 0)
+
+
+def _parse_shape(text: str) -> str:
+    return NONE if text == "none" else parse_choice(world.SHAPES)(text)
+
+
+# The scene in the page's address: ?bg=sand&left=boat&left_colour=blue&left_size=large&middle=none…
+EXAMPLE_SCENE = {"left": ("triangle", "blue", "large"), "middle": ("none", "green", "small"),
+                 "right": ("square", "yellow", "large")}
+LINK = (
+    LinkParam("bg", page_key("bg"), parse_choice(world.BACKGROUNDS), example="sand"),
+    *(param for pos in world.POSITIONS for param in (
+        LinkParam(pos, page_key("shape", pos), _parse_shape, lambda v: "none" if v == NONE else v,
+                  example=EXAMPLE_SCENE[pos][0]),
+        LinkParam(f"{pos}_colour", page_key("colour", pos), parse_choice(world.COLOURS), example=EXAMPLE_SCENE[pos][1]),
+        LinkParam(f"{pos}_size", page_key("size", pos), parse_choice(world.SIZES), example=EXAMPLE_SCENE[pos][2]),
+    )),
+    LinkParam("variant", page_key("rows"), parse_int_in(0, 1_000_000), example="3"),
+)
 
 
 def build_scene() -> tuple[world.Scene, np.ndarray] | None:

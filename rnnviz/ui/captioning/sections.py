@@ -16,6 +16,14 @@ from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.figures import captioning as fig
 from rnnviz.ui.captioning.scene import PAGE, page_key
 from rnnviz.ui.kit.cache import NotComputed, lookup, remember, shared_value
+from rnnviz.ui.kit.links import (
+    LinkParam,
+    format_choices,
+    parse_choice,
+    parse_choices,
+    parse_float_in,
+    parse_int_in,
+)
 from rnnviz.ui.kit.widgets import PLOTLY_CONFIG, for_the_room, literal, plot
 from rnnviz.ui.kit.widgets import seed as sidebar_seed
 
@@ -31,6 +39,29 @@ INFLUENCE_SCENES = 300
 # The joins as the page names them: the engine's labels (M.JOINS) cite a textbook equation the class may not
 # have; the page states the equations themselves.
 JOIN_LABELS = {"every": "v at every step", "h0": "v only in the initial state h₀, c₀"}
+METHODS = ("greedy", "beam search", "sampling")
+SALIENCY_METHODS = ("gradient", "occlusion")
+MAX_WORDS = 64  # a link's word t: more than any caption the decoder writes; the page keeps t inside the caption
+DEFAULTS = {page_key("beam"): 3, page_key("temp"): 1.0, page_key("ex_join"): "h0",
+            page_key("sweep_ps"): [0.25, 0.5, 0.75, 1.0], page_key("train_p"): 0.9, page_key("train_steps"): 700}
+LINK = (
+    LinkParam("join", page_key("join"), parse_choice(list(M.JOINS)), example="h0"),
+    LinkParam("decoding", page_key("method"), parse_choice(METHODS), example="beam search"),
+    LinkParam("beam", page_key("beam"), parse_int_in(1, 10), example="5"),
+    LinkParam("temperature", page_key("temp"), parse_float_in(0.1, 2.0), lambda v: f"{v:g}", example="0.7"),
+    LinkParam("t", page_key("t"), parse_int_in(1, MAX_WORDS), example="2"),
+    LinkParam("saliency_word", page_key("sal_word"), parse_int_in(1, MAX_WORDS), example="1"),
+    LinkParam("saliency", page_key("sal_method"), parse_choice(SALIENCY_METHODS), example="occlusion"),
+    LinkParam("example_join", page_key("ex_join"), parse_choice(list(M.JOINS)), example="every"),
+    LinkParam("sweep_p", page_key("sweep_ps"), parse_choices(SWEEP_PS), format_choices, example="0.25,0.5,0.9"),
+    LinkParam("train_p", page_key("train_p"), parse_choice(SWEEP_PS), example="0.5"),
+    LinkParam("train_steps", page_key("train_steps"), parse_choice(TRAIN_STEPS), example="300"),
+)
+
+
+def set_defaults() -> None:
+    for key, value in DEFAULTS.items():
+        st.session_state.setdefault(key, value)
 
 
 def plot_heat(figure, key: str) -> None:
@@ -85,9 +116,9 @@ def decode_section(caps: Captioners, image: np.ndarray) -> tuple[M.Captioner, li
     st.header("Watch the decoding")
     c1, c2, c3 = st.columns([1.3, 1.3, 1])
     join = c1.radio("Captioner", list(M.JOINS), format_func=JOIN_LABELS.get, key=page_key("join"))
-    method = c2.radio("Decoding", ["greedy", "beam search", "sampling"], key=page_key("method"), horizontal=True)
-    width = c3.slider("Beam width", 1, 10, 3, key=page_key("beam"), disabled=method != "beam search")
-    temperature = c3.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=page_key("temp"), disabled=method != "sampling")
+    method = c2.radio("Decoding", METHODS, key=page_key("method"), horizontal=True)
+    width = c3.slider("Beam width", 1, 10, key=page_key("beam"), disabled=method != "beam search")
+    temperature = c3.slider("Temperature", 0.1, 2.0, step=0.1, key=page_key("temp"), disabled=method != "sampling")
     model = caps.models[join]
     x = M.pixels(image[None])
     tree = None
@@ -110,8 +141,9 @@ def decode_section(caps: Captioners, image: np.ndarray) -> tuple[M.Captioner, li
         st.markdown(f"### {shown(ids)}")
     probs = M.step_distributions(model, x, ids)  # (T, V): row t − 1 is p(w_t | w_<t, v), w_0 = <START>
     words = [M.VOCAB[i] for i in ids]  # w_1 … w_T
+    st.session_state[page_key("t")] = min(st.session_state.get(page_key("t"), 4), len(ids))  # inside this caption
     t = st.slider(r"Word $t$: the words before it, and $p(w_t \mid w_{<t}, v)$, the distribution it was chosen from",
-                  1, len(ids), min(4, len(ids)), key=page_key("t")) if len(ids) > 1 else 1
+                  1, len(ids), key=page_key("t")) if len(ids) > 1 else 1
     st.markdown(" ".join([literal(M.START)] + [f"**[{literal(w)}]**" if k == t else literal(w)
                                                 for k, w in enumerate(words, start=1)]))
     top = torch.topk(probs[t - 1], 6)
@@ -245,11 +277,14 @@ def models_section() -> None:
 def saliency_section(model: M.Captioner, image: np.ndarray, scene: world.Scene, ids: list[int]) -> None:
     st.header("Saliency: which pixels made it say that word")
     words = [M.VOCAB[i] for i in ids]
-    default = next((k for k, w in enumerate(words) if w in M.OBJECT_WORDS), 0)
+    default = next((k for k, w in enumerate(words) if w in M.OBJECT_WORDS), 0) + 1
+    if st.session_state.get(page_key("sal_word"), default) > len(words):  # a shorter caption, or a link's word past it
+        st.session_state[page_key("sal_word")] = default
+    st.session_state.setdefault(page_key("sal_word"), default)
     c1, c2 = st.columns([2, 1])
-    t = c1.selectbox("Word of the caption", range(1, len(words) + 1), index=default,
+    t = c1.selectbox("Word of the caption", range(1, len(words) + 1),
                      format_func=lambda k: f"t = {k}: {words[k - 1]}", key=page_key("sal_word"))
-    method = c2.radio("Method", ["gradient", "occlusion"], key=page_key("sal_method"), horizontal=True)
+    method = c2.radio("Method", SALIENCY_METHODS, key=page_key("sal_method"), horizontal=True)
     t = min(int(t), len(words))
     heat = M.saliency(model, M.pixels(image[None]), ids, t - 1, method)  # the engine counts ids from 0
     mask = world.from_scene(scene, int(st.session_state.get(page_key("rows"), 0))).object_masks()[0]
@@ -293,7 +328,7 @@ def hallucination_section(caps: Captioners) -> None:
     st.markdown("In training, a scene on water holds a boat with probability **p** (elsewhere 1 in 4). The more "
                 "often water comes with a boat, the more “water” alone predicts “boat”, and a captioner names a "
                 "boat that is not there: the lecture's beach that raises the probability of a surfboard.")
-    join = st.radio("Example from", list(M.JOINS), index=1, format_func=JOIN_LABELS.get, key=page_key("ex_join"),
+    join = st.radio("Example from", list(M.JOINS), format_func=JOIN_LABELS.get, key=page_key("ex_join"),
                     horizontal=True)
     model = caps.models[join]
     example = shared_value(_boat_example, caps.source, model, key=(PAGE, "example", caps.source, model.config))
@@ -317,8 +352,7 @@ def hallucination_section(caps: Captioners) -> None:
                     f"{1 - area:.0%} of the pixels), **{share:.0%}** on the objects ({area:.0%} of the pixels). {why}")
     st.subheader("Sweep of p")
     config = _sweep_config()
-    ps = tuple(sorted(st.multiselect("Values of p (3 to 5)", SWEEP_PS, default=[0.25, 0.5, 0.75, 1.0],
-                                     key=page_key("sweep_ps"))))
+    ps = tuple(sorted(st.multiselect("Values of p (3 to 5)", SWEEP_PS, key=page_key("sweep_ps"))))
     if not 3 <= len(ps) <= 5:
         st.warning("Pick 3 to 5 values of p.", icon=":material/tune:")
         return
@@ -354,8 +388,8 @@ def hallucination_section(caps: Captioners) -> None:
 def train_section() -> None:
     with st.expander("Train both joins here (about a minute on two cores)", icon=":material/model_training:"):
         c1, c2 = st.columns(2)
-        p = c1.select_slider("Co-occurrence p = P(boat | water)", SWEEP_PS, value=0.9, key=page_key("train_p"))
-        steps = c2.select_slider("Steps", TRAIN_STEPS, value=700, key=page_key("train_steps"))
+        p = c1.select_slider("Co-occurrence p = P(boat | water)", SWEEP_PS, key=page_key("train_p"))
+        steps = c2.select_slider("Steps", TRAIN_STEPS, key=page_key("train_steps"))
         config = replace(TRAIN_BASE, p=p, steps=steps, seed=sidebar_seed())
         if st.button("Train both joins", key=page_key("train"), type="primary"):
             bar = st.progress(0.0, text="Generating scenes…")

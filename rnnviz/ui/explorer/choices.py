@@ -57,10 +57,10 @@ TEXT_MODES = {
     "own": "my own text",
 }
 LINK = (
-    LinkParam("model", SOURCE, str),
-    LinkParam("layer", LAYER, parse_int_in(0, 63)),
-    LinkParam("unit", UNIT, parse_int_in(0, 65535)),
-    LinkParam("q", QUANTITY, parse_choice(ALL_QUANTITIES)),
+    LinkParam("model", SOURCE, str, example="pretrained:lstm-english-docs"),
+    LinkParam("layer", LAYER, parse_int_in(0, 63), example="0"),
+    LinkParam("unit", UNIT, parse_int_in(0, 65535), example="3"),
+    LinkParam("q", QUANTITY, parse_choice(ALL_QUANTITIES), example="h"),
 )
 
 
@@ -101,8 +101,8 @@ def choose_model() -> ModelSource:
                  "session has not trained or uploaded one. Train one on the live-training page, or upload one below.")
     if st.session_state.get(SOURCE) not in sources:
         if SOURCE in st.session_state:
-            st.warning("The model named in the link is not available here; showing the shipped Python-code model.",
-                       icon=":material/link_off:")
+            st.warning(f"The model named in the link (model={literal(str(st.session_state[SOURCE])[:60])}) is not "
+                       "available here; showing the shipped Python-code model.", icon=":material/link_off:")
         st.session_state[SOURCE] = DEFAULT_MODEL if DEFAULT_MODEL in sources else next(iter(sources), None)
     col_model, col_upload = st.columns([3, 2])
     col_model.selectbox("Model", list(sources), format_func=lambda k: sources[k].label, key=SOURCE,

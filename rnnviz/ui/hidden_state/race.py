@@ -26,6 +26,7 @@ from rnnviz.ui.app.server import race_registry, training_slots
 from rnnviz.ui.kit.address import HeldInAddress
 from rnnviz.ui.kit.corpora import CORPUS_LABELS, builtin_corpus, needs_download
 from rnnviz.ui.kit.keys import PageKeys
+from rnnviz.ui.kit.links import LinkParam, format_bool, parse_bool, parse_choice
 from rnnviz.ui.kit.widgets import literal, plot
 
 PAGE = "hidden_state_race"
@@ -50,6 +51,15 @@ SAMPLE_CHARS = 160
 POLL_S = 1.0  # the live panel redraws this often
 IDLE_PAUSE_S = 30.0
 NANOGPT = (1.906, "nanoGPT's own baby GPT: 1.906 after 2,000 steps (~90 s)")  # measured on Tiny Shakespeare
+
+
+# The race's settings in the page's address (its run is found again by ?race=, a different thing).
+LINK = (
+    LinkParam("race_corpus", CORPUS, parse_choice([c for c in BUILTIN_CORPORA if c != "hello"]),
+              example="python-stdlib"),
+    LinkParam("race_seconds", SECONDS, parse_choice(DURATIONS), example="20"),
+    LinkParam("race_mingru", WITH_OPTIONAL, parse_bool, format_bool, example="1"),
+)
 
 
 def corpus_choices() -> list[str]:
@@ -146,7 +156,11 @@ def race_section() -> None:
     runner = current_runner()
     active = runner is not None and runner.is_active
     choices = corpus_choices()
-    if st.session_state.get(CORPUS) not in choices:
+    if st.session_state.get(CORPUS) not in choices:  # none yet, or a link's Tiny Shakespeare not downloaded here
+        if CORPUS in st.session_state and not st.session_state.get(page_key("corpus_said")):
+            st.session_state[page_key("corpus_said")] = True
+            st.warning(f"The link's race corpus, {literal(st.session_state[CORPUS])}, is not on this server yet "
+                       "(the live page downloads it), so the race uses english-docs.", icon=":material/link_off:")
         st.session_state[CORPUS] = "english-docs" if "english-docs" in choices else choices[0]
     _intro((runner.race.corpus_name if runner is not None else None) or st.session_state[CORPUS])
     if st.session_state.get(SECONDS) not in DURATIONS:  # first visit, or a segmented control clicked off

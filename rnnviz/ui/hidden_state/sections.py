@@ -28,6 +28,7 @@ from rnnviz.interpret import hidden_state as hs
 from rnnviz.ui.hidden_state.race import current_runner
 from rnnviz.ui.kit.cache import session_value, value_for
 from rnnviz.ui.kit.keys import PageKeys
+from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_int_in, parse_text
 from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY, ModelSource, pretrained_checkpoints
 from rnnviz.ui.kit.widgets import for_the_room, literal, plot
 
@@ -52,6 +53,12 @@ STRIPS_KEY = ("Each strip is one tensor, one column per unit (a K or V: one row 
               "bottom), coloured relative to its own largest |value|: dark blue −max, white 0, dark red +max.")
 SOURCE_LABELS = {"shipped": "shipped", "live": "live-trained", "uploaded": "uploaded", "race": "from the race"}
 DEFAULT_SENTENCE = "The function returns a list of the values, in order."
+SENTENCE_CHARS = 300
+# The page's settings in its address; t and s change in fragments, which keep the address themselves.
+STEP_LINK = LinkParam("t", STEP, parse_int_in(0, SENTENCE_CHARS - 1), example="20")
+ATTENDED_LINK = LinkParam("s", ATTENDED, parse_int_in(0, SENTENCE_CHARS - 1), example="4")
+LINK = (LinkParam("sentence", SENTENCE, parse_text(SENTENCE_CHARS), example="Print the first line, then stop."),
+        STEP_LINK, ATTENDED_LINK)
 
 
 def source_key(name: str) -> str:
@@ -198,7 +205,8 @@ def params(slot: Slot) -> int:
 
 
 def choose_sentence() -> None:
-    st.text_input("A sentence to step through", value=DEFAULT_SENTENCE, key=SENTENCE, max_chars=300)
+    st.session_state.setdefault(SENTENCE, DEFAULT_SENTENCE)
+    st.text_input("A sentence to step through", key=SENTENCE, max_chars=SENTENCE_CHARS)
 
 
 def sentence() -> str:
@@ -234,6 +242,7 @@ def step_through(slot_list: list[Slot]) -> None:
     Transformer's attention at t. A step of t reruns this fragment only."""
     st.subheader("What each model carries into step t+1")
     t = choose_step([s for s in slot_list if s.ids is not None])
+    mirror_to_link((STEP_LINK,))
     draw_carried(slot_list, t)
     draw_attention_at(slot_list, t)
 
@@ -361,6 +370,7 @@ def who_attends(slot_list: list[Slot]) -> None:
     if n > 1:
         s = st.select_slider("s: the character attended to", options=list(range(n)), key=ATTENDED,
                              format_func=lambda i: f"{i}: {text[i]!r}")
+    mirror_to_link((ATTENDED_LINK,))
     queries, weights, figure = slot_value(_attended, [slot], slot.model, slot.ids, text, s, key=("attended", text, s))
     st.caption(readers_caption(queries, weights, text, s))
     plot(figure, key=page_key("attended"))

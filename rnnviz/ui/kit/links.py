@@ -21,8 +21,11 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from rnnviz.ui.app.navigation import DEFAULT_SEED, SEED_PARAM
 from rnnviz.ui.app.presenting import HIDE_PARAM, hidden_names, hide_controls
-from rnnviz.ui.kit.widgets import literal
+from rnnviz.ui.kit.widgets import literal, seed
+
+DECLARED = "_link_params"  # session key: (page, its LinkParams), as the page drawn last declared them
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,9 @@ class LinkParam:
     key: str  # the widget key that holds the value
     parse: Callable[[str], Any]  # text → value; raises ValueError (or TypeError) when the text is bad
     format: Callable[[Any], str] = str  # value → text
+    # A valid value's text other than the default: the registry test (tests/test_every_link.py) opens every page
+    # with every parameter set to its example and checks that the page shows it.
+    example: str = ""
 
 
 def parse_float_in(low: float, high: float) -> Callable[[str], float]:
@@ -71,10 +77,50 @@ def parse_choice(options: Sequence[Any]) -> Callable[[str], Any]:
     return parse
 
 
+def parse_bool(text: str) -> bool:
+    """A parser for an on/off setting: 1/0, true/false, on/off, yes/no."""
+    value = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False,
+             "no": False}.get(text.strip().lower())
+    if value is None:
+        raise ValueError("not 1 or 0")
+    return value
+
+
+def format_bool(value: bool) -> str:
+    return "1" if value else "0"
+
+
+def parse_text(max_chars: int) -> Callable[[str], str]:
+    """A parser for free text (a sentence, words) of at most ``max_chars`` characters, as its text box allows."""
+
+    def parse(text: str) -> str:
+        if len(text) > max_chars:
+            raise ValueError(f"longer than {max_chars} characters")
+        return text
+
+    return parse
+
+
+def parse_choices(options: Sequence[Any]) -> Callable[[str], list]:
+    """A parser for several of the options, comma-separated ("2,4,8"), kept in the options' order."""
+    one = parse_choice(options)
+
+    def parse(text: str) -> list:
+        chosen = {one(part.strip()) for part in text.split(",") if part.strip()}
+        return [o for o in options if o in chosen]
+
+    return parse
+
+
+def format_choices(values: Sequence[Any]) -> str:
+    return ",".join(map(str, values))
+
+
 def restore_from_link(page: str, params: Sequence[LinkParam]) -> None:
     """Once per session and page, seed the widgets' state from the URL; note any value that was ignored. On every
     run, hide the controls that ?hide= names (rnnviz.ui.app.presenting)."""
     unknown = hide_controls(hidden_names(), {param.name: param.key for param in params})
+    st.session_state[DECLARED] = (page, tuple(params))
     flag = f"_link_restored_{page}"
     if st.session_state.get(flag):
         return
@@ -110,6 +156,8 @@ def share_link(params: Sequence[LinkParam]) -> None:
     """A "Copy link" box: the page's address with its settings, in a code block with a copy button."""
     base = (st.context.url or "").split("?")[0]
     values = {p.name: p.format(st.session_state[p.key]) for p in params if p.key in st.session_state}
+    if seed() != DEFAULT_SEED:  # the sidebar's seed: the same numbers for everyone who opens the link
+        values[SEED_PARAM] = str(seed())
     hidden = [name for name in hidden_names() if name in {p.name for p in params}]
     if hidden:  # the controls the teacher hid stay hidden for whoever opens the link; presenting is the teacher's
         values[HIDE_PARAM] = ",".join(hidden)

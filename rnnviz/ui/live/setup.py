@@ -75,7 +75,7 @@ SOURCES = ("Built-in", "Upload a .txt file", "Paste text")
 
 
 
-LINK = (LinkParam("preset", key("preset"), parse_choice(list(LIVE_PRESETS))),)
+LINK = (LinkParam("preset", key("preset"), parse_choice(list(LIVE_PRESETS)), example="Python code (3 min)"),)
 ACTIVE_CORPUS = key("corpus")  # the Corpus the next run trains on (the last good choice)
 REVERT_BUILTIN = key("revert_builtin")  # the built-in to select again after a failed download
 UPLOAD_RESULT = key("upload_result")  # the InputRead of the last upload read

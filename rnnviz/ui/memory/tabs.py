@@ -10,7 +10,6 @@ from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, Conditioning
 from rnnviz.experiments.cost import CostConfig
 from rnnviz.experiments.delay import DEFAULT_RECIPE, SIZINGS, DelaySweep, DelaySweepConfig, parameter_breakdown
 from rnnviz.figures.experiments import MODEL_NAMES, critical_path_figure
-from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.widgets import literal, plot, seed
 from rnnviz.ui.memory.experiments import (
     compute_conditioning,
@@ -23,8 +22,31 @@ from rnnviz.ui.memory.experiments import (
     stored_cost_sweep,
     stored_delay_sweep,
 )
-
-DELAY, COND, COST = PageKeys("memory_delay"), PageKeys("memory_cond"), PageKeys("memory_cost")  # each tab's keys
+from rnnviz.ui.memory.settings import (
+    COND,
+    COND_DEFAULTS,
+    COND_HIDDEN,
+    COND_KINDS,
+    COND_QUICK,
+    COND_STEPS,
+    COND_STYLES,
+    COST,
+    COST_DEFAULTS,
+    COST_LENGTHS,
+    COST_MEMORY_CAPS,
+    COST_QUICK,
+    COST_REPEATS,
+    COST_TIME_CAPS,
+    COST_WIDTHS,
+    DELAY,
+    DELAY_BATCHES,
+    DELAY_DEFAULTS,
+    DELAY_HIDDEN,
+    DELAY_QUICK,
+    DELAY_RATES,
+    DELAY_STEPS,
+    FORGET_BIASES,
+)
 
 
 def _parse_delays(text: str) -> tuple[int, ...]:
@@ -45,33 +67,6 @@ def _parse_delays(text: str) -> tuple[int, ...]:
 def _apply_preset(preset: dict) -> None:
     for key, value in preset.items():
         st.session_state[key] = value
-
-
-def delay_widget_values(config: DelaySweepConfig) -> dict:
-    """The delay tab's widget values (by key) that show ``config``; the seed comes from the sidebar."""
-    return {DELAY("alphabet"): config.alphabet, DELAY("length"): config.length,
-            DELAY("delays"): ", ".join(str(d) for d in config.delays), DELAY("sizing"): config.sizing,
-            DELAY("hidden"): config.hidden, DELAY("seeds"): config.seeds,
-            DELAY("steps"): config.steps, DELAY("batch"): config.batch, DELAY("lr"): config.lr,
-            DELAY("forget"): config.forget_bias}
-
-
-# The default is the measured recipe (rnnviz.experiments.delay.DEFAULT_RECIPE); the first look keeps its model
-# and batch but is far too short for either model to learn a long delay.
-DELAY_DEFAULTS = delay_widget_values(DEFAULT_RECIPE)
-DELAY_QUICK = {**DELAY_DEFAULTS, DELAY("alphabet"): 4, DELAY("length"): 24,
-               DELAY("delays"): "2, 8", DELAY("steps"): 40}
-COND_DEFAULTS = {COND("hidden"): 128, COND("steps"): 400}
-COND_QUICK = {COND("hidden"): 32, COND("steps"): 30}
-COST_DEFAULTS = {COST("max"): 8192, COST("repeats"): 3}
-COST_QUICK = {COST("max"): 512, COST("repeats"): 1}
-
-
-def set_defaults() -> None:
-    """Each tab's settings start at their full-length defaults, once per session."""
-    for defaults in (DELAY_DEFAULTS, COND_DEFAULTS, COST_DEFAULTS):
-        for key, value in defaults.items():
-            st.session_state.setdefault(key, value)
 
 
 def delay_tab() -> None:
@@ -95,15 +90,15 @@ def delay_tab() -> None:
     delays_text = c3.text_input("Delays D (comma-separated, 0 < D < L)", key=DELAY("delays"), max_chars=60)
     c1, c2, c3 = st.columns([2, 1, 1])
     sizing = c1.radio("Fair by", list(SIZINGS), format_func=SIZINGS.get, horizontal=True, key=DELAY("sizing"))
-    hidden = c2.select_slider("LSTM hidden size H", [8, 16, 24, 32, 48, 64, 96, 128], key=DELAY("hidden"))
+    hidden = c2.select_slider("LSTM hidden size H", DELAY_HIDDEN, key=DELAY("hidden"))
     seeds = c3.slider("Seeds", 1, 8, key=DELAY("seeds"))
     with st.expander("Training budget (the same for both models)"):
         c1, c2, c3, c4 = st.columns(4)
-        steps = c1.select_slider("Steps", [20, 40, 60, 100, 150, 200, 300, 400, 600, 800], key=DELAY("steps"))
-        batch = c2.select_slider("Batch N", [8, 16, 32, 64], key=DELAY("batch"))
-        lr = c3.select_slider("Learning rate (Adam)", [1e-3, 3e-3, 1e-2, 3e-2], key=DELAY("lr"))
+        steps = c1.select_slider("Steps", DELAY_STEPS, key=DELAY("steps"))
+        batch = c2.select_slider("Batch N", DELAY_BATCHES, key=DELAY("batch"))
+        lr = c3.select_slider("Learning rate (Adam)", DELAY_RATES, key=DELAY("lr"))
         forget_bias = c4.selectbox(
-            "LSTM forget bias b_f at init", [2.0, 1.0, 0.0, None], key=DELAY("forget"),
+            "LSTM forget bias b_f at init", FORGET_BIASES, key=DELAY("forget"),
             format_func=lambda b: "torch's default (uniform)" if b is None else f"{b:g}",
             help="A positive $b_f$ starts $f_t$ near 1, so the cell path $c_t = f_t \\odot c_{t-1} + \\dots$ "
                  "carries values and gradients across many steps from the start (Gers et al. 2000; Jozefowicz et "
@@ -244,12 +239,15 @@ def conditioning_tab() -> None:
     )
     st.toggle("Quick settings (a short run: H = 32, 30 steps)", key=COND("quick"),
               on_change=lambda: _apply_preset(COND_QUICK if st.session_state[COND("quick")] else COND_DEFAULTS))
-    options = ["python-stdlib", "english-docs"] + (["tiny-shakespeare"] if shakespeare_available() else [])
+    options = [s for s in COND_STYLES if s != "tiny-shakespeare" or shakespeare_available()]
+    chosen = st.session_state.setdefault(COND("styles"), options)
+    if any(s not in options for s in chosen):  # a link's Shakespeare on a server that has not downloaded it
+        st.session_state[COND("styles")] = [s for s in chosen if s in options]
     c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
-    styles = c1.multiselect("Styles", options, default=options, format_func=STYLE_LABELS.get, key=COND("styles"))
-    kind = c2.selectbox("Cell", ["lstm", "gru", "rnn"], format_func=MODEL_NAMES.get, key=COND("kind"))
-    hidden = c3.select_slider("Hidden size H", [32, 64, 128, 256], key=COND("hidden"))
-    steps = c4.select_slider("Steps per variant", [30, 60, 100, 200, 400, 600, 800], key=COND("steps"))
+    styles = c1.multiselect("Styles", options, format_func=STYLE_LABELS.get, key=COND("styles"))
+    kind = c2.selectbox("Cell", COND_KINDS, format_func=MODEL_NAMES.get, key=COND("kind"))
+    hidden = c3.select_slider("Hidden size H", COND_HIDDEN, key=COND("hidden"))
+    steps = c4.select_slider("Steps per variant", COND_STEPS, key=COND("steps"))
     if "tiny-shakespeare" not in options:
         st.caption("Shakespeare joins the styles once Tiny Shakespeare has been downloaded on the training page; "
                    "this page never downloads.")
@@ -336,11 +334,11 @@ def cost_tab() -> None:
     st.toggle("Quick settings (T up to 512, one timing per size)", key=COST("quick"),
               on_change=lambda: _apply_preset(COST_QUICK if st.session_state[COST("quick")] else COST_DEFAULTS))
     c1, c2, c3, c4, c5 = st.columns(5)
-    width = c1.select_slider("Width d", [32, 64, 128, 256], 128, key=COST("width"))
-    max_length = c2.select_slider("Largest T", [2**k for k in range(8, 17)], key=COST("max"))
-    repeats = c3.select_slider("Timings per size", [1, 3, 5], key=COST("repeats"))
-    time_cap = c4.select_slider("Time cap (s)", [10, 20, 30, 60, 120], 60, key=COST("time_cap"))
-    memory_cap = c5.select_slider("Memory cap (GiB)", [0.25, 0.5, 1.0, 2.0, 4.0], 2.0, key=COST("memory_cap"))
+    width = c1.select_slider("Width d", COST_WIDTHS, key=COST("width"))
+    max_length = c2.select_slider("Largest T", COST_LENGTHS, key=COST("max"))
+    repeats = c3.select_slider("Timings per size", COST_REPEATS, key=COST("repeats"))
+    time_cap = c4.select_slider("Time cap (s)", COST_TIME_CAPS, key=COST("time_cap"))
+    memory_cap = c5.select_slider("Memory cap (GiB)", COST_MEMORY_CAPS, key=COST("memory_cap"))
     config = CostConfig(width=width, max_length=max_length, repeats=repeats, time_cap_s=time_cap,
                         memory_cap_bytes=int(memory_cap * 2**30), seed=seed())
 
