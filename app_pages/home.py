@@ -3,7 +3,7 @@ through the pages in the chapter's order."""
 
 import streamlit as st
 
-from rnnviz.figures.shapes import five_shapes_figure
+from rnnviz.figures.shapes import shape_figure
 from rnnviz.lessons.shapes import SHAPES
 from rnnviz.ui.app.registry import COURSE, page_by_url
 from rnnviz.ui.kit.cache import shared_figure
@@ -21,16 +21,18 @@ page_header(
 )
 restore_from_link(PAGE, ())  # Home has no settings of its own: its link carries the sidebar's seed
 share_link(())
-plot(shared_figure(five_shapes_figure))
+st.markdown("In each diagram time runs left to right: the bottom row (red) holds the inputs x_t, the middle "
+            "row (green) the hidden state h_t, the top row (blue) the outputs y_t.")
 
 for shape in SHAPES:
     with st.container(border=True):
-        st.markdown(f"**{shape.name}.** {shape.example}")
+        diagram, words = st.columns([1, 2], vertical_alignment="center")
+        with diagram:
+            plot(shared_figure(shape_figure, shape, key=shape.name), key=f"{PAGE}_{shape.name}")
+        words.markdown(f"**{shape.name}.** {shape.example}")
         linked = [spec for spec in map(page_by_url, shape.page_urls) if spec is not None]
-        if linked:
-            cols = st.columns(len(linked))
-            for col, spec in zip(cols, linked):
-                col.page_link(spec.path, label=spec.title, icon=spec.icon)
+        for spec in linked:
+            words.page_link(spec.path, label=spec.title, icon=spec.icon)
 
 st.header("The course, in the chapter's order")
 st.caption("Each page ends with a link to the next one.")

@@ -34,21 +34,17 @@ def test_registry_lists_each_page_file_once():
 
 def test_home_page_draws_the_five_shapes_and_links_their_pages():
     at = open_page("app_pages/home.py")
-    assert len(at.get("plotly_chart")) == 1
-    # The figure: per panel, a block per input, hidden and output step, where SHAPES puts them.
-    spec = figure(at)
+    assert len(at.get("plotly_chart")) == len(SHAPES)
+    # Each shape's diagram: a block per input, hidden and output step, where SHAPES puts them.
     rows = {0.0: "input", 1.0: "hidden", 2.0: "output"}  # the figure's rows, bottom to top
-    drawn = {}  # (panel, role) → x positions of its blocks
-    for shape in spec["layout"]["shapes"]:
-        panel = int(shape["xref"][1:] or 1)
-        role = rows[round((shape["y0"] + shape["y1"]) / 2, 6)]
-        drawn.setdefault((panel, role), []).append(round((shape["x0"] + shape["x1"]) / 2, 6))
-    expected = {}
-    for panel, shape in enumerate(SHAPES, start=1):
-        expected[(panel, "hidden")] = list(range(shape.steps))
-        expected[(panel, "input")] = list(shape.input_steps)
-        expected[(panel, "output")] = list(shape.output_steps)
-    assert {k: sorted(v) for k, v in drawn.items()} == expected
+    for panel, shape in enumerate(SHAPES):
+        drawn = {}  # role → x positions of its blocks
+        for block in figure(at, panel)["layout"]["shapes"]:
+            role = rows[round((block["y0"] + block["y1"]) / 2, 6)]
+            drawn.setdefault(role, []).append(round((block["x0"] + block["x1"]) / 2, 6))
+        expected = {"hidden": list(range(shape.steps)), "input": list(shape.input_steps),
+                    "output": list(shape.output_steps)}
+        assert {k: sorted(v) for k, v in drawn.items()} == expected, shape.name
     for shape in SHAPES:  # and SHAPES says what each name says
         inputs, outputs = shape.name.split(" ")[0].split("-to-")
         assert (len(shape.input_steps) == 1) == (inputs == "one")
@@ -57,14 +53,13 @@ def test_home_page_draws_the_five_shapes_and_links_their_pages():
             assert shape.input_steps == shape.output_steps
         if "(unaligned)" in shape.name:
             assert max(shape.input_steps) < min(shape.output_steps)
-    titles = [a["text"] for a in spec["layout"]["annotations"] if a.get("text")]
-    assert titles == [s.name for s in SHAPES]
     # Each shape's box: its name, and links that open the pages it names.
     boxes = [b for b in at.main.children.values()  # the course after them; the Presenting switch (no text) before
              if b.type == "flex_container" and b.get("markdown")][:len(SHAPES)]
     assert len(boxes) == len(SHAPES)
     registered = at._registered_pages  # page hash → the script st.navigation runs for it
     for box, shape in zip(boxes, SHAPES):
+        assert len(box.get("plotly_chart")) == 1  # its diagram beside its words
         assert box.get("markdown")[0].value.startswith(f"**{shape.name}.** {shape.example}")
         links = [link.proto for link in box.get("page_link")]
         assert [link.page for link in links] == list(shape.page_urls)

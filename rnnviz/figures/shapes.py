@@ -1,9 +1,8 @@
-"""The Home page's figure: input, hidden and output blocks for each of the five problem shapes."""
+"""The Home page's diagrams: input, hidden and output blocks of each of the five problem shapes."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from rnnviz.figures import PALETTE, house_style
 from rnnviz.lessons.shapes import SHAPES, ProblemShape
@@ -46,29 +45,15 @@ def _draw_shape(shape: ProblemShape, col: int) -> tuple[list[dict], list[dict]]:
     return blocks, arrows
 
 
-def five_shapes_figure() -> go.Figure:
-    """Five panels, left to right, each drawing x_t (red), h_t (green) and y_t (blue) over time.
-
-    The blocks and arrows go into the layout as two lists at once: plotly validates the whole list on every
-    ``add_shape``, so adding 90 of them one by one took 0.7 s of CPU, a list at once takes a few ms."""
-    widths = [max(s.steps, 2) for s in SHAPES]
-    fig = make_subplots(
-        rows=1, cols=len(SHAPES), column_widths=widths, subplot_titles=[s.name for s in SHAPES],
-        horizontal_spacing=0.03,
-    )
-    blocks, arrows = [], []
-    for col, shape in enumerate(SHAPES, start=1):
-        panel_blocks, panel_arrows = _draw_shape(shape, col)
-        blocks += panel_blocks
-        arrows += panel_arrows
-        fig.update_xaxes(range=[-0.6, max(shape.steps, 2) - 0.4], visible=False, row=1, col=col)
-        fig.update_yaxes(range=[-0.6, 2.6], visible=False, scaleanchor=f"x{'' if col == 1 else col}",
-                         row=1, col=col)
-    fig.update_layout(shapes=blocks, annotations=[*fig.layout.annotations, *arrows])
-    # Invisible markers give the figure a legend naming the three roles.
-    for role, label in (("input", "input x_t"), ("hidden", "hidden h_t"), ("output", "output y_t")):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
-                                 marker=dict(size=14, symbol="square", color=PALETTE[role])), row=1, col=1)
-    house_style(fig, height=300)
-    fig.update_layout(legend=dict(orientation="h", y=-0.05, x=0.5, xanchor="center"))
+def shape_figure(shape: ProblemShape, height: int = 120) -> go.Figure:
+    """One shape alone, x_t (red) at the bottom, h_t (green) in the middle and y_t (blue) on top: Home draws one
+    beside each shape's text, so that on a phone each diagram keeps its width instead of sharing one row."""
+    blocks, arrows = _draw_shape(shape, 1)
+    fig = go.Figure()
+    widest = max(s.steps for s in SHAPES)  # one scale for every shape: a step is as wide in each
+    fig.update_xaxes(range=[-0.6, widest - 0.4], visible=False, fixedrange=True)
+    fig.update_yaxes(range=[-0.6, 2.6], visible=False, fixedrange=True, scaleanchor="x")
+    fig.update_layout(shapes=blocks, annotations=arrows, showlegend=False)
+    house_style(fig, height=height)
+    fig.update_layout(margin=dict(l=4, r=4, t=4, b=4))
     return fig

@@ -9,3 +9,24 @@ button:focus-visible, a:focus-visible, summary:focus-visible {
   outline: 2px solid #1a1a1a !important; outline-offset: 2px; box-shadow: 0 0 0 4px #ffffff !important;
 }
 </style>"""
+
+# On a phone a wide equation, a row of section buttons or tabs, a table or a line of code scrolls sideways inside
+# its own box (the page itself never does): a soft shadow on the side that has more says so, and display equations
+# are drawn smaller there. The shadows are the "scrolling shadows" of CSS backgrounds: covers that scroll with the
+# content hide a fixed shadow at the ends it has reached.
+SCROLL_CSS = """<style>
+[data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
+.katex-display, [data-testid="stButtonGroup"] > div, [data-testid="stTabs"] [role="tablist"],
+[data-testid="stMarkdownContainer"] table, [data-testid="stHtml"] > div {
+  background:
+    linear-gradient(to right, #ffffff 30%, rgba(255, 255, 255, 0)) left center / 32px 100% no-repeat local,
+    linear-gradient(to left, #ffffff 30%, rgba(255, 255, 255, 0)) right center / 32px 100% no-repeat local,
+    radial-gradient(farthest-side at 0 50%, rgba(0, 0, 0, .45), rgba(0, 0, 0, 0)) left center / 16px 100%
+      no-repeat scroll,
+    radial-gradient(farthest-side at 100% 50%, rgba(0, 0, 0, .45), rgba(0, 0, 0, 0)) right center / 16px 100%
+      no-repeat scroll;
+}
+@media (max-width: 640px) {
+  .katex-display > .katex { font-size: 0.9em; }
+}
+</style>"""

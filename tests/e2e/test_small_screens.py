@@ -1,0 +1,54 @@
+"""Every registered page on a tablet (768 × 1024) and a phone (390 × 844): the page never scrolls sideways, and
+what is wider than the screen (a long equation, a row of section buttons, a wide table) scrolls inside its own
+box, which shows a shadow on the side that has more."""
+
+import pytest
+
+from rnnviz.ui.app.registry import PAGES
+from tests.e2e.harness import open_app_page, screenshot, wait_idle
+
+TABLET = {"width": 768, "height": 1024}
+PHONE = {"width": 390, "height": 844}
+
+# The page's own width against the window's, for the document and for Streamlit's main block (which scrolls).
+PAGE_WIDTHS = """() => {
+  const main = document.querySelector('[data-testid=stMain]');
+  return {window: window.innerWidth, document: document.scrollingElement.scrollWidth,
+          main: main.scrollWidth, mainBox: main.clientWidth};
+}"""
+
+# Boxes in the main block that scroll sideways now, with whether they draw the scroll hint.
+SIDEWAYS_BOXES = """() => [...document.querySelectorAll('[data-testid=stMain] *')]
+  .filter(el => el.scrollWidth > el.clientWidth + 1 && ['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
+  .map(el => ({what: el.className.toString().split(' ')[0] || el.getAttribute('data-testid') || el.tagName,
+               kind: el.matches('.katex-display') ? 'equation'
+                   : el.closest('[data-testid=stDataFrame], [data-testid=stTable], [data-testid=stCode], pre')
+                     ? 'table'
+                   : el.closest('[data-testid=stButtonGroup]') || el.matches('[data-testid=stTabs] [role=tablist]')
+                     ? 'buttons'
+                   : el.matches('[data-testid=stMarkdownContainer] table, [data-testid=stHtml] > div') ? 'text'
+                   : 'other',
+               hint: getComputedStyle(el).backgroundImage.includes('radial-gradient')}))"""
+
+
+def check_fits(page, name: str) -> None:
+    widths = page.evaluate(PAGE_WIDTHS)
+    assert widths["document"] <= widths["window"], (name, widths)
+    assert widths["main"] <= widths["mainBox"], (name, widths)
+    for box in page.evaluate(SIDEWAYS_BOXES):
+        assert box["kind"] != "other", (name, box)  # nothing else cuts its content off behind a scroll bar
+        if box["kind"] in ("equation", "buttons", "text"):  # ours to mark (a data frame draws its own scroll bar)
+            assert box["hint"], (name, box)
+
+
+@pytest.mark.parametrize("spec", PAGES, ids=[p.url_path for p in PAGES])
+def test_no_page_scrolls_sideways_on_a_tablet_or_a_phone(page, base_url, spec):
+    page.set_viewport_size(TABLET)
+    open_app_page(page, base_url, spec.address)
+    check_fits(page, f"{spec.url_path} at 768 px")
+    page.set_viewport_size(PHONE)
+    page.wait_for_function("() => document.querySelector('[data-testid=stMain]').clientWidth <= 390")
+    wait_idle(page)
+    check_fits(page, f"{spec.url_path} at 390 px")
+    if spec.default:
+        screenshot(page, "phone-home")
