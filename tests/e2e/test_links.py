@@ -2,7 +2,7 @@
 value falls back to its default with a notice, and "Copy link" offers the address of what is shown."""
 
 import math
-from urllib.parse import quote, unquote_plus
+from urllib.parse import parse_qs, quote, unquote_plus, urlsplit
 
 from playwright.sync_api import expect
 
@@ -46,7 +46,11 @@ def test_gradient_decay_link_restores_sigma_and_k_and_a_bad_one_is_noticed(page,
     curve = gradients.power_curve(gradients.PowerConfig(hidden=64, sigma=0.95, steps=100))
     shows(page, "measured ‖W_hhᴷ v‖ after K = 100", sci(curve.measured[-1]))
     assert slider_value(page, "σ₁, the largest singular value") == "0.95"
-    assert copied_link(page).endswith("/gradient-decay?section=powers&sigma=0.95&K=100")
+    copied = urlsplit(copied_link(page))
+    assert copied.path == "/gradient-decay"
+    assert parse_qs(copied.query) == parse_qs(
+        "section=powers&sigma=0.95&K=100&H=64&matrix=symmetric&v=top&x_scale=1&w_ih=1&overlay=0.95,1.0&log=1&theta=1.0"
+        "&lr=1.0&b_f=5")  # every setting of every section, at the page's defaults but σ₁ and K
 
     open_app_page(page, base_url, "gradient-decay?sigma=7&K=ten")
     notice = page.locator("[data-testid='stAlertContentWarning']").filter(has_text="not valid")

@@ -278,9 +278,11 @@ def saliency_section(model: M.Captioner, image: np.ndarray, scene: world.Scene, 
     st.header("Saliency: which pixels made it say that word")
     words = [M.VOCAB[i] for i in ids]
     default = next((k for k, w in enumerate(words) if w in M.OBJECT_WORDS), 0) + 1
-    if st.session_state.get(page_key("sal_word"), default) > len(words):  # a shorter caption, or a link's word past it
+    chosen = st.session_state.get(page_key("sal_word"))
+    # None at first; past the end of a shorter caption or a link's word; or the label text Streamlit keeps for a
+    # select box whose options changed under it: the caption's first object word then.
+    if not isinstance(chosen, int) or not 1 <= chosen <= len(words):
         st.session_state[page_key("sal_word")] = default
-    st.session_state.setdefault(page_key("sal_word"), default)
     c1, c2 = st.columns([2, 1])
     t = c1.selectbox("Word of the caption", range(1, len(words) + 1),
                      format_func=lambda k: f"t = {k}: {words[k - 1]}", key=page_key("sal_word"))
