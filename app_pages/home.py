@@ -28,7 +28,9 @@ for shape in SHAPES:
     with st.container(border=True):
         diagram, words = st.columns([1, 2], vertical_alignment="center")
         with diagram:
-            plot(shared_figure(shape_figure, shape, key=shape.name), key=f"{PAGE}_{shape.name}")
+            plot(shared_figure(shape_figure, shape, key=shape.name), key=f"{PAGE}_{shape.name}",
+                 alt=f"{shape.name}: {shape.steps} hidden state{'s' * (shape.steps > 1)} in a row, "
+                     f"{len(shape.input_steps)} reading an input, {len(shape.output_steps)} writing an output")
         words.markdown(f"**{shape.name}.** {shape.example}")
         linked = [spec for spec in map(page_by_url, shape.page_urls) if spec is not None]
         for spec in linked:

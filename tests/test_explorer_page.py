@@ -10,6 +10,7 @@ import pytest
 from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.charlm.sample import Intervention, generate
+from rnnviz.interpret import colortext
 from rnnviz.interpret.finder import CellId, trace_cells
 from rnnviz.interpret.textfeatures import FEATURES, feature_tracks
 from rnnviz.ui.explorer.sections import short_label
@@ -71,7 +72,7 @@ def test_opens_on_the_python_model_with_a_cell_that_tracks_indentation_or_quotes
              for q in trace.quantities for unit in range(trace.hidden)}
     (q_top, unit_top), r_top = max(all_r.items(), key=lambda item: abs(np.nan_to_num(item[1])))
     assert f"**1. layer 0, unit {unit_top}, {q_top}**  \nr = {r_top:+.3f}" in shown
-    table = at.dataframe[0].value
+    table = next(frame.value for frame in at.dataframe if "feature" in frame.value.columns)
     row = table[table["feature"] == short_label(feature)].iloc[0]
     assert row["r"] == pytest.approx(r_top, abs=1e-3)
     assert row["clearest cell"] == f"{cell.label}: r = {r:+.3f}"
@@ -81,6 +82,22 @@ def test_opens_on_the_python_model_with_a_cell_that_tracks_indentation_or_quotes
     assert f"characters {start:,}–{start + 1999:,}" in colouring(at)
     assert f"position {start}: " in colouring(at)
     assert f"{cell.quantity} = {trace.cell(cell)[start]:+.4f}" in colouring(at)
+
+
+def test_the_colouring_is_also_a_table_of_the_engines_values_with_downloads(opened, engine):
+    """For a screen reader (and a spreadsheet): the coloured window's characters and values as a table, the CSV
+    and the coloured HTML a download away."""
+    at = opened
+    checkpoint, text, trace, _ = engine
+    cell, start = chosen_cell(at), at.session_state["explorer_window"]
+    table = next(frame.value for frame in at.dataframe if "position" in frame.value.columns)
+    assert list(table["position"]) == list(range(start, start + 2000))
+    assert table["character"].iloc[0] == colortext.describe_char(text[start])
+    np.testing.assert_allclose(table[cell.label].to_numpy(), trace.cell(cell)[start:start + 2000], rtol=0, atol=1e-6)
+    first_guess = checkpoint.vocab.chars[int(trace.next_ids[start][0])]
+    assert table["top guess for the next character"].iloc[0] == colortext.describe_char(first_guess)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Download the table (CSV)" in labels and "Download the coloured text (HTML)" in labels
 
 
 def test_selecting_a_top_ranked_cell_changes_the_colouring(opened):

@@ -109,7 +109,7 @@ def test_own_text_gets_a_feature_that_varies_in_it_cells_to_measure_and_a_prime_
     at = open_page(EXPLORER)
     assert not at.exception, [e.value for e in at.exception]
     # The finder's table shows the threshold accuracy and the guessing rate as two columns, each whole.
-    table = at.dataframe[0].value
+    table = next(frame.value for frame in at.dataframe if "feature" in frame.value.columns)
     assert {"threshold accuracy", "guessing"} <= set(table.columns)
     assert all(re.fullmatch(r"\d+\.\d%", v) for v in table["threshold accuracy"] if v)
     at.selectbox(key="explorer_feature").set_value("indent").run()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -78,3 +80,48 @@ def scale_fonts(figure: go.Figure | dict, factor: float) -> dict:
     if "size" not in font:
         font["size"] = PLOTLY_DEFAULT_FONT_SIZE * factor
     return spec
+
+
+_TAGS = re.compile(r"<[^>]+>")
+MAX_DESCRIBED_TRACES = 6
+_KINDS = {"scatter": "line", "scattergl": "line", "bar": "bar", "heatmap": "heat map", "image": "image"}
+
+
+def _plain(text) -> str:
+    """A plotly text ("<b>K</b> = 10<br>steps") as plain words ("K = 10 steps")."""
+    return " ".join(_TAGS.sub(" ", str(text or "")).split())
+
+
+def _title(part) -> str:
+    return _plain(getattr(getattr(part, "title", None), "text", None))
+
+
+def describe(fig: go.Figure) -> str:
+    """A text alternative for ``fig`` (a screen reader's words for it, Streamlit's ``alt``), read from what it
+    draws: its title, its axes, and for each trace its name, its number of points and the range of its values."""
+    kinds = list(dict.fromkeys(_KINDS.get(trace.type, trace.type) for trace in fig.data))
+    parts = [_title(fig.layout) or (f"A {' and '.join(kinds)} chart" if kinds else "A diagram")]
+    axes = [f"{name} axis: {title}" for name, title in (("x", _title(fig.layout.xaxis)),
+                                                        ("y", _title(fig.layout.yaxis))) if title]
+    if axes:
+        parts.append("; ".join(axes))
+    traces = [trace for trace in fig.data if trace.visible is not False]
+    for trace in traces[:MAX_DESCRIBED_TRACES]:
+        values = next((v for v in (getattr(trace, name, None) for name in ("z", "y", "values")) if v is not None),
+                      None)
+        try:
+            numbers = np.asarray(values, dtype=float) if values is not None else np.empty(0)
+        except (TypeError, ValueError):  # text categories: counted, not summed up
+            numbers = np.empty(0)
+        finite = numbers[np.isfinite(numbers)]
+        what = _plain(trace.name) or trace.type
+        if not finite.size and not _plain(trace.name):
+            continue  # a legend's marker or a frame: nothing to say
+        if finite.size:
+            low, high = float(finite.min()), float(finite.max())
+            span = f"{low:.3g}" if low == high else f"{low:.3g} to {high:.3g}"
+            what += f": {numbers.size} value{'s' * (numbers.size != 1)}, {span}"
+        parts.append(what)
+    if len(traces) > MAX_DESCRIBED_TRACES:
+        parts.append(f"and {len(traces) - MAX_DESCRIBED_TRACES} more series")
+    return ". ".join(parts) + "."

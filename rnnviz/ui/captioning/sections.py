@@ -14,6 +14,7 @@ from rnnviz.captioning import model as M
 from rnnviz.captioning import shipped, world
 from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.figures import captioning as fig
+from rnnviz.figures import describe
 from rnnviz.ui.captioning.scene import PAGE, page_key
 from rnnviz.ui.kit.cache import NotComputed, lookup, remember, shared_value
 from rnnviz.ui.kit.links import (
@@ -66,7 +67,8 @@ def set_defaults() -> None:
 
 def plot_heat(figure, key: str) -> None:
     """A figure with a heat map, in plotly's own theme: Streamlit's theme would recolour the heat map."""
-    st.plotly_chart(for_the_room(figure), width="stretch", config=PLOTLY_CONFIG, key=key, theme=None)
+    st.plotly_chart(for_the_room(figure), width="stretch", config=PLOTLY_CONFIG, key=key, theme=None,
+                    alt=describe(figure))
 
 
 @dataclass(frozen=True, eq=False)

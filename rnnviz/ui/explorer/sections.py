@@ -4,6 +4,7 @@ import html
 import re
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from rnnviz.charlm.sample import Intervention
@@ -55,6 +56,40 @@ def _colouring(trace, vocab, text: str, cell: CellId, start: int, end: int) -> s
             + colortext.colored_text_html(text[start:end], values[start:end], scale, tips))
 
 
+def _values_table(trace, vocab, text: str, cell: CellId, start: int, end: int) -> pd.DataFrame:
+    """The coloured window as a table: what a screen reader reads instead of the colours, and the CSV download."""
+    values = trace.cell(cell)[start:end]
+    return pd.DataFrame({
+        "position": np.arange(start, end),
+        "character": [colortext.describe_char(ch) for ch in text[start:end]],
+        cell.label: values,
+        "top guess for the next character": [colortext.describe_char(vocab.chars[row[0]])
+                                             for row in trace.next_ids[start:end]],
+        "its probability": trace.next_probs[start:end, 0],
+    })
+
+
+def colouring_as_text(trace_key: tuple, trace, vocab, text: str, cell: CellId, start: int, end: int,
+                      coloured: str) -> None:
+    """The colouring's values as a table (for a screen reader, or a class's spreadsheet), and downloads of the table
+    as CSV and of the coloured text (``coloured``, the HTML drawn above it) as an HTML page for a slide."""
+    with st.expander("The same window as a table of values, and downloads", icon=":material/table:"):
+        table = shared_value(_values_table, trace, vocab, text, cell, start, end, key=(trace_key, cell, start, end))
+        st.dataframe(table, hide_index=True, height=260, column_config={
+            cell.label: st.column_config.NumberColumn(format="%+.4f"),
+            "its probability": st.column_config.NumberColumn(format="%.2f")})
+        name = re.sub(r"[^A-Za-z0-9]+", "-", f"{cell.label} {start}-{end - 1}").strip("-")
+        csv_col, html_col = st.columns(2)
+        csv_col.download_button("Download the table (CSV)", lambda: table.to_csv(index=False), file_name=f"{name}.csv",
+                                mime="text/csv", icon=":material/download:", key=page_key("csv"))
+
+        def page() -> str:  # written out when the button is pressed, not on every run
+            return f"<!doctype html><meta charset=utf-8><title>{html.escape(cell.label)}</title>{coloured}"
+
+        html_col.download_button("Download the coloured text (HTML)", page, file_name=f"{name}.html",
+                                 mime="text/html", icon=":material/download:", key=page_key("html"))
+
+
 def _mini_colouring(trace, text: str, cell: CellId, mini: slice) -> str:
     values = trace.cell(cell)
     return colortext.colored_text_html(text[mini], values[mini], colortext.scale_for(cell.quantity, values),
@@ -82,7 +117,9 @@ def colour_by_cell(trace_key: tuple, trace, vocab, text: str, tracks: dict) -> t
     st.markdown(f"**{cell.label}**: correlation with each feature over all {len(text):,} characters: "
                 + ", ".join(f"{FEATURES[f].label} r = {r[f]:+.2f}" for f in tracks)
                 + f". Strongest: **{FEATURES[best].label}**.")
-    st.html(shared_value(_colouring, trace, vocab, text, cell, start, end, key=(trace_key, cell, start, end)))
+    coloured = shared_value(_colouring, trace, vocab, text, cell, start, end, key=(trace_key, cell, start, end))
+    st.html(coloured)
+    colouring_as_text(trace_key, trace, vocab, text, cell, start, end, coloured)
     if st.toggle("Heatmap: every unit of this layer over the window", key=page_key("heatmap")):
         sort_col, shown_col = st.columns(2)
         sort_by = sort_col.selectbox("Sort the units by |r| with", list(tracks), key=page_key("heatmap_sort"),

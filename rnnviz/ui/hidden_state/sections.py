@@ -272,7 +272,8 @@ def draw_carried(slot_list: list[Slot], t: int) -> None:
                            f"{window_start} ({literal(repr(text[window_start]))}).", icon=":material/crop:")
             with st.container(key=page_key("carried", slot.name), gap=None):
                 for strip in strips:
-                    st.image(strip.image, caption=strip.label, width="stretch")
+                    st.image(strip.image, caption=strip.label, width="stretch",
+                             alt=f"{strip.label}: one tensor drawn as a strip of coloured cells, one per unit")
             if slot.model.config.kind == "mingru":
                 st.caption(MINGRU_TRADE)
     st.caption(STRIPS_KEY)
@@ -366,7 +367,8 @@ def who_attends(slot_list: list[Slot]) -> None:
         st.session_state[ATTENDED] = min(st.session_state.get(STEP, 0), n - 1)
     s = st.session_state[ATTENDED]
     st.plotly_chart(for_the_room(fig.character_strip(text[:n], s)), key=STRIP, on_select=_on_strip_click,
-                    selection_mode="points", config={"displayModeBar": False}, width="stretch")
+                    selection_mode="points", config={"displayModeBar": False}, width="stretch",
+                    alt=f"The sentence's characters in a row, each clickable; s = {s} ({text[s]!r}) is marked.")
     if n > 1:
         s = st.select_slider("s: the character attended to", options=list(range(n)), key=ATTENDED,
                              format_func=lambda i: f"{i}: {text[i]!r}")

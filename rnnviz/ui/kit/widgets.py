@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rnnviz.figures import scale_fonts
+from rnnviz.figures import describe, scale_fonts
 from rnnviz.ui.app.navigation import DEFAULT_SEED, SEED_KEY
 from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
 from rnnviz.ui.app.registry import page_by_url
@@ -34,6 +34,8 @@ def for_the_room(fig):
     return scale_fonts(fig, ROOM_SCALE) if presenting() else fig
 
 
-def plot(fig, key: str | None = None) -> None:
-    """Render a plotly figure at the container's width with the app's chart config."""
-    st.plotly_chart(for_the_room(fig), width="stretch", config=PLOTLY_CONFIG, key=key)
+def plot(fig, key: str | None = None, alt: str | None = None) -> None:
+    """Render a plotly figure at the container's width with the app's chart config, and its text alternative for
+    a screen reader (``alt``, or what rnnviz.figures.describe reads from the figure)."""
+    st.plotly_chart(for_the_room(fig), width="stretch", config=PLOTLY_CONFIG, key=key,
+                    alt=alt or describe(fig))
