@@ -4,7 +4,9 @@
 import pytest
 
 from rnnviz.ui.app.registry import PAGES, course_neighbours
-from tests.e2e.harness import open_app_page, screenshot
+from tests.e2e.harness import ROOT, open_app_page, screenshot
+
+DOCS = ROOT / "docs" / "screenshots"
 
 
 @pytest.mark.parametrize("spec", PAGES, ids=[p.url_path for p in PAGES])
@@ -16,6 +18,8 @@ def test_page_loads_in_browser(page, base_url, spec):
     # app.py ran around the page: the shared sidebar is there, whichever page a fresh server served first.
     assert page.locator("[data-testid='stSidebar']").get_by_text("Seed").is_visible()
     screenshot(page, spec.url_path)
+    if spec.default:  # the README's first picture: Home's first screen on a 1400 × 900 window
+        page.screenshot(path=str(DOCS / "home.png"))
     _, following = course_neighbours(spec)
     if following is not None:
         page.locator("[data-testid='stMain'] a").filter(has_text="Next:").filter(has_text=following.title).click()
