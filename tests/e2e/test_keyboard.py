@@ -2,6 +2,8 @@
 Enter on it skips the sidebar's navigation, and a few Tabs later the page's main button has the focus; Enter
 presses it (issue 32: Start was 20 Tab presses away through the navigation, Step 26)."""
 
+import re
+
 from playwright.sync_api import expect
 
 from rnnviz.figures.handbuilt import fmt, fmt_vector
@@ -25,8 +27,9 @@ def tab_to_button(page, name: str) -> int:
     page.keyboard.press("Enter")
     for tabs in range(1, MAX_TABS_AFTER_SKIP + 1):
         page.keyboard.press("Tab")
-        if page.evaluate("() => document.activeElement?.tagName") == "BUTTON" and focused_text(page).strip().endswith(
-                name):
+        # A button with a shortcut ends its text with the key's sign (Step →): the name comes before it.
+        if page.evaluate("() => document.activeElement?.tagName") == "BUTTON" and re.sub(
+                r"[^\w)]+$", "", focused_text(page)).endswith(name):
             return tabs
     raise AssertionError(f"{name} not reached within {MAX_TABS_AFTER_SKIP} Tabs after the skip link")
 
@@ -38,6 +41,18 @@ def test_tab_reaches_and_enter_presses_the_hand_built_step(page, base_url):
     step = run_handbuilt(HandConfig(bits=(1, 1, 0, 1))).steps[0]  # t = 1: x_1, h_0, h_1 and y_1 (labels are KaTeX)
     expect(page.locator("[data-testid='stMetricValue']")).to_have_text(
         [str(step.x_t), fmt_vector(step.h_prev, 2), fmt_vector(step.h_t, 2), fmt(step.y_t, 2)])
+    # The stepper answers the arrow keys, Home and End too.
+    page.keyboard.press("ArrowRight")
+    step = run_handbuilt(HandConfig(bits=(1, 1, 0, 1))).steps[1]
+    expect(page.locator("[data-testid='stMetricValue']")).to_have_text(
+        [str(step.x_t), fmt_vector(step.h_prev, 2), fmt_vector(step.h_t, 2), fmt(step.y_t, 2)])
+    main = page.locator("[data-testid='stMain']")
+    page.keyboard.press("End")
+    expect(main.get_by_text("time step t = 4 of 4")).to_be_visible()
+    page.keyboard.press("ArrowLeft")
+    expect(main.get_by_text("time step t = 3 of 4")).to_be_visible()
+    page.keyboard.press("Home")
+    expect(main.get_by_text("time step t = 0 of 4")).to_be_visible()
 
 
 FOCUS_RING = """() => { const style = getComputedStyle(document.activeElement);

@@ -37,14 +37,16 @@ def step_controls(key: str, first: int, last: int, caption: str = "", out_of_ran
     if out_of_range and asked != current:
         st.warning(out_of_range.format(asked=asked, step=current), icon=":material/link_off:")
     cols = st.columns([1, 1, 1, 1.3, 3], vertical_alignment="center")
+    # The arrow keys, Home and End press them too (Streamlit's shortcuts, which stay quiet while a text box, a
+    # slider or another control that reads those keys has the focus): a page has one stepper.
     cols[0].button("First", key=f"{key}_first", icon=":material/first_page:", on_click=_move, args=(key, first),
-                   disabled=current == first, width="stretch")
+                   disabled=current == first, width="stretch", shortcut="Home")
     cols[1].button("Back", key=f"{key}_back", icon=":material/chevron_left:", on_click=_shift,
-                   args=(key, -1, first, last), disabled=current == first, width="stretch")
+                   args=(key, -1, first, last), disabled=current == first, width="stretch", shortcut="Left")
     cols[2].button("Step", key=f"{key}_forward", icon=":material/chevron_right:", type="primary", on_click=_shift,
-                   args=(key, 1, first, last), disabled=current == last, width="stretch")
+                   args=(key, 1, first, last), disabled=current == last, width="stretch", shortcut="Right")
     cols[3].button("Play to end", key=f"{key}_end", icon=":material/last_page:", on_click=_move, args=(key, last),
-                   disabled=current == last, width="stretch")
+                   disabled=current == last, width="stretch", shortcut="End")
     if caption:
         cols[4].markdown(caption.format(step=current))
     return current

@@ -10,8 +10,9 @@ from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
 from rnnviz.ui.app.registry import page_by_url
 from rnnviz.ui.app.text import literal  # noqa: F401  (the pages and kit quote user text with it)
 
-# Plotly's mode bar is noise on a projector; keep the download button only.
-PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+# Plotly's mode bar is noise on a projector; keep the download button, at twice the drawn size for a slide.
+PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+                 "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "rnnviz-figure"}}
 
 
 def seed() -> int:
