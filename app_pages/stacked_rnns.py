@@ -1,5 +1,6 @@
 """Stacked RNNs: the time × depth grid stepped in computation order, and parameters that grow with depth."""
 
+import pandas as pd
 import streamlit as st
 
 from rnnviz.core.recurrent import GATE_BLOCKS
@@ -29,6 +30,7 @@ from rnnviz.ui.kit.widgets import page_header, plot, seed
 from rnnviz.ui.mechanics.runs import stack_depth_table, stack_run
 
 CELLS = ("rnn", "lstm", "gru")
+COUNT = st.column_config.NumberColumn(format="localized")  # 1,234: a parameter count with its thousands
 EMBED_DIM = 3  # E: each word is a 3-number vector, as in the lecture's example
 
 page_header(
@@ -89,11 +91,11 @@ st.subheader("Parameters grow linearly with depth")
 left, right = st.columns(2, gap="large")
 with left:
     per_layer = layer_parameters(kind, EMBED_DIM, sizes)
-    st.table([
-        {"layer": f"{row.layer}", "W_x (weight_ih)": f"{row.w_x[0]} × {row.w_x[1]}",
+    st.dataframe(pd.DataFrame([
+        {"layer": row.layer, "W_x (weight_ih)": f"{row.w_x[0]} × {row.w_x[1]}",
          "W_h (weight_hh)": f"{row.w_h[0]} × {row.w_h[1]}", "biases": row.biases, "parameters": row.count}
         for row in per_layer
-    ])
+    ]), hide_index=True, column_config={"parameters": COUNT})
     st.metric("This model: sum(p.numel())", f"{run.parameters:,}",
               help="Counted on the real torch module(s) that produced the grid above.")
 with right:
@@ -102,5 +104,6 @@ with right:
     step_size = rows[1].formula - rows[0].formula
     st.caption(f"Each extra layer of width {sizes[0]} adds the same {step_size:,} parameters: "
                f"$G\\,d\\,(2d + 2)$ with $G$ = {GATE_BLOCKS[kind]} gate blocks.")
-    st.table([{"layers L": row.layers, "formula": f"{row.formula:,}", "sum(p.numel())": f"{row.model:,}"}
-              for row in rows])
+    st.dataframe(pd.DataFrame([{"layers L": row.layers, "formula": row.formula, "sum(p.numel())": row.model}
+                               for row in rows]), hide_index=True,
+                 column_config={"formula": COUNT, "sum(p.numel())": COUNT})

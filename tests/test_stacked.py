@@ -149,11 +149,12 @@ def test_page_counts_parameters_of_the_real_model_for_any_widths():
     config = StackConfig(kind="gru", sizes=(3, 5, 3))
     metric = {m.label: m.value for m in at.metric}
     assert metric["This model: sum(p.numel())"] == f"{run_stack(config).parameters:,}"
-    table = at.table[0].value
+    table = at.dataframe[0].value
     assert list(table["W_x (weight_ih)"]) == ["9 × 3", "15 × 3", "9 × 5"]
-    depth = at.table[1].value  # the depth table: a real nn.GRU of width d_1 = 3 for each L
+    assert table["parameters"].sum() == run_stack(config).parameters
+    depth = at.dataframe[1].value  # the depth table: a real nn.GRU of width d_1 = 3 for each L
     torch_counts = [sum(p.numel() for p in nn.GRU(3, 3, num_layers=n).parameters()) for n in range(1, 9)]
-    assert list(depth["sum(p.numel())"]) == [f"{c:,}" for c in torch_counts]
+    assert list(depth["sum(p.numel())"]) == torch_counts
     at.text_input(key="stacked_words").set_value("").run()
     assert not at.exception
     assert any("at least one word" in e.value for e in at.error)
