@@ -35,8 +35,11 @@ SCROLL_CSS = """<style>
 </style>"""
 
 # The app puts teaching text in st.caption: Streamlit draws it at 60% opacity, #828180 on white (3.88:1), under
-# WCAG AA's 4.5:1 for text of its size. #666666 reads at 5.7:1 on white and 5.5:1 on the code chips' #fafafa.
+# WCAG AA's 4.5:1 for text of its size (so are the shortcut keys Streamlit writes on buttons). #666666 reads at 5.7:1
+# on white and 5.5:1 on the code chips' #fafafa.
 CAPTION_CSS = """<style>
 [data-testid="stCaptionContainer"] { color: #666666; opacity: 1; }
 [data-testid="stCaptionContainer"] code { color: #666666; }
+/* The key a button's shortcut names (a stepper's "End"), in the same faded grey on the white buttons. */
+[data-testid="stBaseButton-secondary"] kbd { color: #666666; opacity: 1; }
 </style>"""
