@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from rnnviz.ui.app.text import on_off
+
 PRESENT_KEY = "presenting"  # the switch's session-state key; its CSS class is st-key-presenting
 PRESENT_PARAM = "present"
 HIDE_PARAM = "hide"
@@ -34,7 +36,6 @@ html {{ font-size: {16 * ROOM_SCALE:g}px; }}
 [data-testid="stMainBlockContainer"] {{ max-width: none; padding: 3.5rem 2.5rem 2rem 2.5rem; }}
 </style>"""
 
-_TRUE, _FALSE = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
 _CSS_SAFE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -50,8 +51,8 @@ def presenting_switch() -> None:
         st.session_state[_RESTORED] = True
         text = st.query_params.get(PRESENT_PARAM)
         if text is not None:
-            if text.strip().lower() in _TRUE | _FALSE:
-                st.session_state[PRESENT_KEY] = text.strip().lower() in _TRUE
+            if on_off(text) is not None:
+                st.session_state[PRESENT_KEY] = on_off(text)
             else:
                 st.warning("present= in the link is neither 1 nor 0, so the page is shown as usual; the Presenting "
                            "switch at the top turns presenting on.", icon=":material/link_off:")

@@ -1,4 +1,5 @@
-"""User text made safe to show in Streamlit's markdown (no streamlit import: the app and kit layers share it)."""
+"""User text made safe to show in Streamlit's markdown, and a link's on/off words (no streamlit import: the app and
+kit layers share them)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ _BARE_WWW = re.compile(r"(?i)\b(www)\.")
 # Bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069): in user text, one of them
 # turns the rest of the sentence around it back to front ("U+202E" in a link reverses the notice quoting it).
 _BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+_ON, _OFF = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
+
+
+def on_off(text: str) -> bool | None:
+    """A link's on/off word (1/0, true/false, on/off, yes/no) as a bool; None for anything else."""
+    word = text.strip().lower()
+    return True if word in _ON else False if word in _OFF else None
 
 
 def literal(text: str) -> str:

@@ -23,6 +23,7 @@ import streamlit as st
 
 from rnnviz.ui.app.navigation import DEFAULT_SEED, SEED_PARAM
 from rnnviz.ui.app.presenting import HIDE_PARAM, hidden_names, hide_controls
+from rnnviz.ui.app.text import on_off
 from rnnviz.ui.kit.widgets import literal, seed
 
 DECLARED = "_link_params"  # session key: (page, its LinkParams), as the page drawn last declared them
@@ -78,9 +79,8 @@ def parse_choice(options: Sequence[Any]) -> Callable[[str], Any]:
 
 
 def parse_bool(text: str) -> bool:
-    """A parser for an on/off setting: 1/0, true/false, on/off, yes/no."""
-    value = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False,
-             "no": False}.get(text.strip().lower())
+    """A parser for an on/off setting: 1/0, true/false, on/off, yes/no (the words ?present= takes)."""
+    value = on_off(text)
     if value is None:
         raise ValueError("not 1 or 0")
     return value
