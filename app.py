@@ -12,7 +12,7 @@ from rnnviz.core.runtime import configure_cpu
 from rnnviz.ui.app.navigation import build_navigation, course_footer, render_sidebar
 from rnnviz.ui.app.presenting import presenting_switch
 from rnnviz.ui.app.sessions import limit_malloc_arenas, reap_expired_sessions, start_session_sweeper
-from rnnviz.ui.app.style import CAPTION_CSS, FOCUS_CSS, SCROLL_CSS
+from rnnviz.ui.app.style import page_css
 from rnnviz.ui.app.warmup import warm_up_once
 
 st.set_page_config(page_title="rnnviz", page_icon=":material/cycle:", layout="wide")
@@ -26,7 +26,7 @@ reap_expired_sessions()
 start_session_sweeper()  # once per process: closed tabs are freed even when nobody runs a script any more
 page = build_navigation()
 render_sidebar(page.url_path)
-st.html(FOCUS_CSS + SCROLL_CSS + CAPTION_CSS)
+st.html(page_css(st.context.theme.type))
 presenting_switch()  # before the page: a link's ?present=1 takes effect on its first screen
 page.run()
 course_footer(page.title)  # after the page: a page that stops early (st.stop) ends without it

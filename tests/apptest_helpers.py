@@ -29,3 +29,11 @@ def page_text(at: AppTest) -> str:
         parts.extend(str(getattr(el, "value", "")) for el in getattr(at, kind))
     parts.extend(f"{m.label} {m.value}" for m in at.metric)
     return "\n".join(parts)
+
+
+def column_formats(dataframe) -> dict[str, str | None]:
+    """The number format each column of an AppTest st.dataframe element is drawn with ("percent", "%.3f", …)."""
+    import json
+
+    config = json.loads(dataframe.proto.columns or "{}")
+    return {name: column.get("type_config", {}).get("format") for name, column in config.items()}

@@ -49,8 +49,8 @@ def colouring(at) -> str:
 
 
 def drawn_html(at) -> list[str]:
-    """The page's st.html blocks that draw something (the app's own style blocks left out)."""
-    return [h.value for h in at.html if not h.value.lstrip().startswith("<style>")]
+    """The page's st.html blocks that draw something (the app's own style and script blocks left out)."""
+    return [h.value for h in at.html if not h.value.lstrip().startswith(("<style>", "<script>"))]
 
 
 def test_opens_on_the_python_model_with_a_cell_that_tracks_indentation_or_quotes(opened, engine):

@@ -72,14 +72,28 @@ def _contrast(foreground: str, background: str) -> float:
     return (light + 0.05) / (dark + 0.05)
 
 
-def test_context_html_text_meets_wcag_aa_contrast():
-    """The highlighted character and the greyed text after it read at 4.5:1 or more (WCAG AA, normal text)."""
+# Streamlit 1.67's text and page colours, read in Chromium from stApp's computed style in each theme.
+THEMES = {"light": ("#2f2d2b", "#ffffff"), "dark": ("#edebe8", "#171614")}
+
+
+def _blend(foreground: str, background: str, opacity: float) -> str:
+    """The colour a text of ``foreground`` at ``opacity`` shows on ``background``."""
+    mixed = [round(opacity * int(foreground[i:i + 2], 16) + (1 - opacity) * int(background[i:i + 2], 16))
+             for i in (1, 3, 5)]
+    return "#" + "".join(f"{c:02x}" for c in mixed)
+
+
+def test_context_html_text_meets_wcag_aa_contrast_in_both_themes():
+    """The highlighted character and the faded text after it read at 4.5:1 or more (WCAG AA, normal text) on the
+    light page and on the dark one: the highlight carries its own text colour, the rest fades the theme's own."""
     html = context_html("hello world", 4)
     highlight = re.search(r'background: (#[0-9a-f]{6}); color: (#[0-9a-f]{6})', html)
-    following = re.search(r'<span style="color: (#[0-9a-f]{6});">', html)
+    following = re.search(r"<span style=\"opacity: ([0-9.]+);\"> world", html)
     assert highlight and following, html
     assert _contrast(highlight.group(2), highlight.group(1)) >= 4.5
-    assert _contrast(following.group(1), "#ffffff") >= 4.5
+    for text, page in THEMES.values():
+        assert _contrast(_blend(text, page, float(following.group(1))), page) >= 4.5
+    assert "color" not in html.split("</span>", 1)[1], "nothing after the highlight fixes a colour of its own"
     assert round(_contrast("#ffffff", "#f58518"), 1) == 2.5  # the white it had: the formula agrees with axe's figure
     assert round(_contrast("#000000", "#ffffff"), 1) == 21.0
 

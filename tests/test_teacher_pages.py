@@ -15,7 +15,7 @@ from rnnviz.interpret.colortext import CENTRE, colored_text_html, legend_html, s
 from rnnviz.interpret.finder import CellId, trace_cells
 from rnnviz.interpret.textfeatures import FEATURES, feature_tracks
 from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text
-from tests.apptest_helpers import open_page, page_text
+from tests.apptest_helpers import column_formats, open_page, page_text
 
 EXPLORER = "app_pages/hidden_cell_explorer.py"
 GRADIENTS = "app_pages/gradient_decay.py"
@@ -108,10 +108,14 @@ def test_the_heatmap_uses_the_same_scales(python_trace):
 def test_own_text_gets_a_feature_that_varies_in_it_cells_to_measure_and_a_prime_from_it():
     at = open_page(EXPLORER)
     assert not at.exception, [e.value for e in at.exception]
-    # The finder's table shows the threshold accuracy and the guessing rate as two columns, each whole.
-    table = next(frame.value for frame in at.dataframe if "feature" in frame.value.columns)
+    # The finder's table shows the threshold accuracy and the guessing rate as two columns of numbers (fractions,
+    # drawn as percentages), so that they sort as numbers and their CSV holds them.
+    frame = next(frame for frame in at.dataframe if "feature" in frame.value.columns)
+    table = frame.value
     assert {"threshold accuracy", "guessing"} <= set(table.columns)
-    assert all(re.fullmatch(r"\d+\.\d%", v) for v in table["threshold accuracy"] if v)
+    accuracies = table["threshold accuracy"].dropna()
+    assert len(accuracies) and accuracies.between(0, 1).all() and accuracies.dtype.kind == "f"
+    assert column_formats(frame)["threshold accuracy"] == "percent"
     at.selectbox(key="explorer_feature").set_value("indent").run()
     old_prime = at.text_area(key="explorer_prime").value
     at.radio(key="explorer_text_mode").set_value("own").run()

@@ -21,6 +21,14 @@ PALETTE = {
     "muted": "#c7c7c7",
 }
 
+# Our HTML is drawn on the viewer's light or dark page, so text that is not on a colour of ours takes the theme's
+# own text colour: de-emphasised text is that colour at 75% (5.8:1 on the light page, 9:1 on the dark one, where a
+# fixed grey that read on white fell to 3:1), and rules are a grey that shows on both.
+FADED = "opacity: 0.75"
+RULE = "rgba(128, 128, 128, 0.45)"
+# Text on a light colour of ours (a highlight, a heat cell) is near-black in either theme.
+ON_LIGHT = "#1a1a1a"
+
 # Large enough to read from the back of a classroom.
 FONT_SIZE = 16
 

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
-from rnnviz.figures import PALETTE, house_style
+from rnnviz.figures import FADED, PALETTE, house_style
 from rnnviz.interpret.colortext import visible_char
 from rnnviz.interpret.hidden_state import Carried, ProbeCurve
 
@@ -103,7 +103,7 @@ def attention_table(weights: np.ndarray, text: str, start: int) -> str:
     from numbers only."""
     layers, heads, width = weights.shape
     chars = [visible_char(c) for c in text[start : start + width]]
-    cell = f"padding:0;width:{max(10, min(36, TABLE_PX // width))}px;height:22px;border:1px solid #fff"
+    cell = f"padding:0;width:{max(10, min(36, TABLE_PX // width))}px;height:22px"
     head = "".join(f"<th style='font-weight:normal;padding:0 1px;text-align:center'>{html.escape(c)}"
                    f"{f'<br><small>{start + i}</small>' if width <= 40 or i % 4 == 0 else ''}</th>"
                    for i, c in enumerate(chars))
@@ -117,9 +117,10 @@ def attention_table(weights: np.ndarray, text: str, start: int) -> str:
                 for i, (w, (r, g, b)) in enumerate(zip(weights[layer, h], sequential_rgb(weights[layer, h]))))
             rows.append(f"<tr><th style='font-weight:normal;text-align:right;white-space:nowrap;padding-right:6px'>"
                         f"{label}</th>{cells}</tr>")
-    return (f"<table style='border-collapse:collapse;font-size:14px'>"
+    # Cells apart by a gap (border-spacing), not a white border, so the grid reads on a light or a dark page.
+    return (f"<table style='border-collapse:separate;border-spacing:1px;font-size:14px'>"
             f"<tr><th></th>{head}</tr>{''.join(rows)}</table>"
-            "<div style='font-size:13px;color:#666'>earlier character s (its position below it); "
+            f"<div style='font-size:13px;{FADED}'>earlier character s (its position below it); "
             "colour: the weight, white 0 … dark blue 1; hover a cell for its value</div>")
 
 

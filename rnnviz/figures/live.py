@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from rnnviz.charlm.hello import HelloWalkthrough
 from rnnviz.charlm.sample import ExposureBias
-from rnnviz.figures import FONT_SIZE, PALETTE, house_style
+from rnnviz.figures import FADED, FONT_SIZE, ON_LIGHT, PALETTE, RULE, house_style
 
 MAX_POINTS = 300  # per curve: a long run stays light to send and draw
 LOG_TICKS = [m * 10.0**e for e in range(-4, 5) for m in (1, 2, 5)]  # 1-2-5 labels, written out in full
@@ -168,14 +168,9 @@ def latex_matrix(
     return r"\begin{bmatrix}" + r" \\ ".join(rows) + r"\end{bmatrix}"
 
 
-# Text colours of context_html that meet WCAG AA (4.5:1) for normal text: near-black on the orange highlight
-# (white on it was 2.5:1), and a grey for what follows on white (PALETTE["theory"] was 4.0:1).
-ON_HIGHLIGHT = "#1a1a1a"
-FOLLOWING_TEXT = "#666666"
-
-
 def context_html(text: str, position: int, before: int = 80, after: int = 30) -> str:
-    """The text around ``position`` as HTML: that character highlighted, what follows greyed.
+    """The text around ``position`` as HTML: that character highlighted (near-black on orange: white on it was
+    2.5:1), what follows faded in the theme's own text colour.
 
     Every piece of text is escaped with html.escape, and the colours are constants, so user text can never
     become markup."""
@@ -183,11 +178,11 @@ def context_html(text: str, position: int, before: int = 80, after: int = 30) ->
     shown = _shown_char(text[position]).split(" ")[0] if text[position] in "\n \t" else text[position]
     return (
         '<div style="font-family: monospace; font-size: 1.05rem; white-space: pre-wrap; line-height: 1.5; '
-        'border: 1px solid #ddd; border-radius: 6px; padding: 0.5rem 0.75rem;">'
+        f'border: 1px solid {RULE}; border-radius: 6px; padding: 0.5rem 0.75rem;">'
         f'{"…" if start > 0 else ""}{html.escape(text[start:position])}'
-        f'<span style="background: {PALETTE["highlight"]}; color: {ON_HIGHLIGHT}; border-radius: 3px; '
+        f'<span style="background: {PALETTE["highlight"]}; color: {ON_LIGHT}; border-radius: 3px; '
         f'padding: 0 2px;">{html.escape(shown)}</span>'
-        f'<span style="color: {FOLLOWING_TEXT};">{html.escape(text[position + 1 : position + 1 + after])}</span>'
+        f'<span style="{FADED};">{html.escape(text[position + 1 : position + 1 + after])}</span>'
         "</div>"
     )
 
@@ -211,7 +206,7 @@ def training_text_html(text: str, inside: int, training: str) -> str:
         '<div style="font-family: monospace; font-size: 1.05rem; white-space: pre-wrap; word-break: break-all; '
         'line-height: 1.7;">'
         f'{tinted(text[:inside], PALETTE["hidden"])}{marker}{tinted(left, PALETTE["input"])}</div>'
-        f'<div style="font-size: 0.85rem; color: {PALETTE["theory"]}; margin-top: 2px;">'
+        f'<div style="font-size: 0.85rem; {FADED}; margin-top: 2px;">'
         f'<span style="border-bottom: 3px solid {PALETTE["hidden"]};">{legend}</span> · '
         f'<span style="border-bottom: 3px solid {PALETTE["input"]};">past it: never seen in training</span></div>'
     )

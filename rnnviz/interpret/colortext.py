@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rnnviz.figures import FADED
+
 # A blue–white–red diverging scale (ColorBrewer RdBu ends): below 0 blue, above it red.
 NEGATIVE = (33, 102, 172)
 CENTRE = (247, 247, 247)
@@ -213,7 +215,7 @@ def legend_html(scale: Scale, label: str, steps: int = 11, observed: tuple[float
         f'<div style="margin:4px 0 8px 0"><div style="font-size:13px">{html.escape(label)}</div>'
         '<div style="display:flex;align-items:flex-start;gap:14px">'
         f'<div><div style="line-height:0">{swatches}</div>{numbers}</div>'
-        f'<div style="font-size:13px;color:rgb(90,90,90)">{html.escape(meaning)}</div></div></div>'
+        f'<div style="font-size:13px;{FADED}">{html.escape(meaning)}</div></div></div>'
     )
 
 

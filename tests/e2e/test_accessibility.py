@@ -1,6 +1,7 @@
 """axe-core (4.11, bundled by the axe-playwright-python package, so that nothing is fetched) on every registered page
-in Chromium, against WCAG 2.1 A and AA: no critical or serious violation comes from the app's own markup. The ones
-that come from Streamlit itself are named below, each by the element it sits in, and listed in the README."""
+in Chromium, in the light theme and the dark one (the app follows the viewer's), against WCAG 2.1 A and AA: no
+critical or serious violation comes from the app's own markup. The ones that come from Streamlit itself are named
+below, each by the element it sits in, and listed in the README."""
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
@@ -20,9 +21,20 @@ def axe():
     return Axe()
 
 
+@pytest.fixture(params=["light", "dark"])
+def theme(request, page):
+    """The viewer's system theme, which Streamlit follows (the app pins none); the theme the page reports is checked
+    so that a dark run cannot pass on a light page."""
+    page.emulate_media(color_scheme=request.param)
+    yield request.param
+    page.emulate_media(color_scheme="light")
+
+
 @pytest.mark.parametrize("spec", PAGES, ids=[p.url_path for p in PAGES])
-def test_no_serious_accessibility_violation_comes_from_our_markup(page, base_url, axe, spec):
+def test_no_serious_accessibility_violation_comes_from_our_markup(page, base_url, axe, spec, theme):
     open_app_page(page, base_url, spec.address)
+    background = page.evaluate("() => getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor")
+    assert (background == "rgb(255, 255, 255)") == (theme == "light"), background
     violations = axe.run(page, options=WCAG).response["violations"]
     ours = []
     for violation in violations:

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from rnnviz.charlm.sample import Intervention
+from rnnviz.figures import FADED, ON_LIGHT
 from rnnviz.figures import explorer as figures
 from rnnviz.interpret import colortext
 from rnnviz.interpret.finder import (
@@ -40,7 +41,7 @@ from rnnviz.ui.explorer.choices import (
 )
 from rnnviz.ui.kit.cache import shared_figure, shared_value
 from rnnviz.ui.kit.models import corpus_of, held_out_text, keep_known, model_id
-from rnnviz.ui.kit.widgets import literal, plot, seed
+from rnnviz.ui.kit.widgets import literal, plot, seed, table
 
 
 def _colouring(trace, vocab, text: str, cell: CellId, start: int, end: int) -> str:
@@ -74,13 +75,12 @@ def colouring_as_text(trace_key: tuple, trace, vocab, text: str, cell: CellId, s
     """The colouring's values as a table (for a screen reader, or a class's spreadsheet), and downloads of the table
     as CSV and of the coloured text (``coloured``, the HTML drawn above it) as an HTML page for a slide."""
     with st.expander("The same window as a table of values, and downloads", icon=":material/table:"):
-        table = shared_value(_values_table, trace, vocab, text, cell, start, end, key=(trace_key, cell, start, end))
-        st.dataframe(table, hide_index=True, height=260, column_config={
-            cell.label: st.column_config.NumberColumn(format="%+.4f"),
-            "its probability": st.column_config.NumberColumn(format="%.2f")})
+        values = shared_value(_values_table, trace, vocab, text, cell, start, end, key=(trace_key, cell, start, end))
+        table(values, height=260, column_config={cell.label: st.column_config.NumberColumn(format="%+.4f")},
+              decimals={"its probability": 2})
         name = re.sub(r"[^A-Za-z0-9]+", "-", f"{cell.label} {start}-{end - 1}").strip("-")
         csv_col, html_col = st.columns(2)
-        csv_col.download_button("Download the table (CSV)", lambda: table.to_csv(index=False), file_name=f"{name}.csv",
+        csv_col.download_button("Download the table (CSV)", lambda: values.to_csv(index=False), file_name=f"{name}.csv",
                                 mime="text/csv", icon=":material/download:", key=page_key("csv"))
 
         def page() -> str:  # written out when the button is pressed, not on every run
@@ -149,14 +149,14 @@ def find_cells(trace_key: tuple, trace, rankings, baseline, text: str, tracks: d
         rows.append({
             "feature": short_label(name),
             "best cell": best.cell.label if best else "(constant here)",
-            "r": round(best.r, 3) if best else None,
+            "r": best.r if best else None,
             "clearest cell": f"{clearest.cell.label}: r = {clearest.r:+.3f}" if clearest else "",
-            "threshold accuracy": f"{accuracy.accuracy:.1%}" if accuracy else "",
-            "guessing": f"{ranking.base_rate:.1%}" if accuracy else "",
-            "random |r|": round(abs(chance.r), 3) if chance else None,
+            "threshold accuracy": accuracy.accuracy if accuracy else None,
+            "guessing": ranking.base_rate if accuracy else None,
+            "random |r|": abs(chance.r) if chance else None,
         })
     short_text_note(trace, rankings, baseline, len(text))
-    st.dataframe(rows, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
+    table(rows, width="stretch", column_config=TABLE_COLUMNS)
     feature = st.selectbox("Feature", list(rankings), format_func=lambda f: FEATURES[f].label, key=FEATURE)
     if st.session_state.get(FEATURE_SWITCHED) in FEATURES:
         st.caption(f"{FEATURES[st.session_state[FEATURE_SWITCHED]].label.capitalize()} never changes in this text, "
@@ -194,8 +194,7 @@ def find_cells(trace_key: tuple, trace, rankings, baseline, text: str, tracks: d
         st.markdown(f"Best |r| by chance: **{abs(chance[0].r):.3f}** against **{abs(ranked[0].r):.3f}** for the "
                     "trained model. Cells of an untrained network already respond to the characters they read, so "
                     "features such as 'digit' or 'uppercase' can score well by chance; the gap is what training added.")
-        st.dataframe([{"rank": i + 1, "cell": c.cell.label, "r": round(c.r, 3)} for i, c in enumerate(chance)],
-                     hide_index=True)
+        table([{"rank": i + 1, "cell": c.cell.label, "r": c.r} for i, c in enumerate(chance)], decimals={"r": 3})
     return [scored.cell for scored in ranked]
 
 
@@ -207,10 +206,12 @@ TABLE_COLUMNS = {
     "r": st.column_config.NumberColumn(width=62, format="%.3f", help="The best cell's correlation with the feature"),
     "clearest cell": st.column_config.TextColumn(width=210, help="The best cell among those that track this "
                                                  "feature more than any other"),
-    "threshold accuracy": st.column_config.TextColumn(width=135, help="On/off features: how often the best single "
-                                                      "threshold on one cell tells on from off"),
-    "guessing": st.column_config.TextColumn(width=80, help="On/off features: how often always guessing the more "
-                                            "common of on and off is right"),
+    "threshold accuracy": st.column_config.NumberColumn(
+        width=135, format="percent",
+        help="On/off features: how often the best single threshold on one cell tells on from off"),
+    "guessing": st.column_config.NumberColumn(
+        width=80, format="percent",
+        help="On/off features: how often always guessing the more common of on and off is right"),
     "random |r|": st.column_config.NumberColumn(width=90, format="%.3f", help="The best |r| of a randomly "
                                                 "initialised model of the same shape: chance"),
 }
@@ -313,9 +314,9 @@ def context_html(text: str, spans: list[tuple[int, int, str]], context: int = 30
 
     lines = [
         f'<div><span style="display:inline-block;width:200px">{html.escape(label)}</span>'
-        f'<span style="color:rgb(120,120,120)">{show(text[max(lo - context, 0):lo])}</span>'
-        f'<span style="background:rgb(253,219,199);font-weight:600">{show(text[lo:hi])}</span>'
-        f'<span style="color:rgb(120,120,120)">{show(text[hi:hi + context])}</span></div>'
+        f'<span style="{FADED}">{show(text[max(lo - context, 0):lo])}</span>'
+        f'<span style="background:rgb(253,219,199);color:{ON_LIGHT};font-weight:600">{show(text[lo:hi])}</span>'
+        f'<span style="{FADED}">{show(text[hi:hi + context])}</span></div>'
         for lo, hi, label in spans
     ]
     return ('<div style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:14px;line-height:1.6;'

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
+import pandas as pd
 import streamlit as st
 
 from rnnviz.figures import describe, scale_fonts
@@ -40,3 +43,20 @@ def plot(fig, key: str | None = None, alt: str | None = None) -> None:
     a screen reader (``alt``, or what rnnviz.figures.describe reads from the figure)."""
     st.plotly_chart(for_the_room(fig), width="stretch", config=PLOTLY_CONFIG, key=key,
                     alt=alt or describe(fig))
+
+
+def table(rows: Iterable[Mapping] | pd.DataFrame, *, percent: Iterable[str] = (),
+          decimals: Mapping[str, int] | None = None, counts: Iterable[str] = (), column_config: Mapping | None = None,
+          **kwargs) -> pd.DataFrame:
+    """Rows as a pandas DataFrame drawn by st.dataframe, its numbers kept as numbers at full precision (so they sort
+    as numbers and the toolbar's CSV holds them exactly) and drawn with a format per column: ``percent`` for
+    fractions (0.995 → 99.50%), ``decimals`` {column: digits}, ``counts`` with thousands separators. Returns the
+    frame."""
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    config: dict = {name: st.column_config.NumberColumn(format="percent") for name in percent}
+    config.update({name: st.column_config.NumberColumn(format=f"%.{digits}f")
+                   for name, digits in (decimals or {}).items()})
+    config.update({name: st.column_config.NumberColumn(format="localized") for name in counts})
+    config.update(column_config or {})
+    st.dataframe(frame, hide_index=True, column_config=config, **kwargs)
+    return frame

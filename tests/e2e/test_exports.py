@@ -1,0 +1,36 @@
+"""What a teacher puts on a slide: every chart downloads as SVG (the app's button beside plotly's camera) and as a
+PNG at twice its drawn size."""
+
+import struct
+
+from rnnviz.ui.app.exports import SVG_TITLE
+from tests.e2e.harness import open_app_page
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
+    return struct.unpack(">II", data[16:24])
+
+
+def test_a_chart_downloads_as_svg_and_as_png_at_twice_its_size(page, base_url):
+    open_app_page(page, base_url, "gradient-decay")
+    chart = page.locator(".js-plotly-plot").first
+    chart.scroll_into_view_if_needed()
+    chart.hover()
+    with page.expect_download() as svg_download:
+        chart.locator(f'[data-title="{SVG_TITLE}"]').click()
+    svg = open(svg_download.value.path(), encoding="utf-8").read()
+    assert svg_download.value.suggested_filename.endswith(".svg")
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    # The chart's own axis title, as text (a vector export, not an image wrapped in SVG).
+    assert "the number of multiplications by W_hh" in svg
+
+    with page.expect_download() as png_download:
+        chart.locator('[data-title="Download plot as a PNG"]').click()
+    width, height = png_size(open(png_download.value.path(), "rb").read())
+    drawn = chart.locator(".main-svg").first.bounding_box()
+    # The drawn size may be a fraction of a pixel (588.5 px), which plotly rounds.
+    assert abs(width - 2 * drawn["width"]) <= 1 and abs(height - 2 * drawn["height"]) <= 1, (width, height, drawn)
+
+    # One SVG button per chart, however often the page has redrawn, and the camera still gives a PNG after it.
+    assert chart.locator(f'[data-title="{SVG_TITLE}"]').count() == 1
