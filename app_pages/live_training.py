@@ -3,6 +3,7 @@
 import streamlit as st
 
 from rnnviz.figures import live as figures
+from rnnviz.ui.app.presenting import presenting
 from rnnviz.ui.app.server import training_slots
 from rnnviz.ui.kit.widgets import page_header, plot
 from rnnviz.ui.live import corpus as live_corpus
@@ -32,8 +33,14 @@ panel_area = st.container()
 
 # --- Settings -------------------------------------------------------------------------------------------------
 
+# Presenting folds the settings once, when it starts (the class watches the run; the teacher may open them again).
+SETTINGS_OPEN, FOLDED_FOR_ROOM = setup.key("settings_open"), setup.key("settings_folded_for_room")
+if presenting() != st.session_state.get(FOLDED_FOR_ROOM, False):
+    st.session_state[FOLDED_FOR_ROOM] = presenting()
+    if presenting():
+        st.session_state[SETTINGS_OPEN] = False
 with st.expander("Settings: preset, corpus, model and training", expanded=True, icon=":material/tune:",
-                 key=setup.key("settings_open"), on_change="rerun"):
+                 key=SETTINGS_OPEN, on_change="rerun"):
     setup.preset_picker()
     corpus_col, model_col, training_col = st.columns(3, gap="large")
     with corpus_col:

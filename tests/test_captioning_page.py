@@ -12,7 +12,7 @@ from rnnviz.captioning import shipped, world
 from rnnviz.figures import captioning as fig
 from rnnviz.ui.captioning import scene as scene_builder
 from rnnviz.ui.captioning import sections
-from tests.apptest_helpers import open_page, page_text
+from tests.apptest_helpers import column_formats, open_page, page_text
 from tests.figure_helpers import numbers
 
 PAGE = "app_pages/captioning.py"
@@ -212,7 +212,10 @@ def test_join_table_shows_the_recorded_figures(page):
     for join in M.JOINS:
         figures = shipped.load(join)[1]
         row = table[table["join"] == sections.JOIN_LABELS[join]].iloc[0]
-        assert row["CHAIRi"] == f"{figures['chair_i']:.3f}" and row["exact match"] == f"{figures['exact']:.1%}"
+        assert row["CHAIRi"] == figures["chair_i"] and row["exact match"] == figures["exact"]
+    # Numbers, drawn as percentages and to 3 decimals; the CSV holds them whole.
+    formats = column_formats(page.dataframe[0])
+    assert formats["exact match"] == "percent" and formats["CHAIRi"] == "%.3f"
 
 
 def test_per_object_table_and_the_h0_sentence_quote_the_engine(page):
@@ -224,7 +227,8 @@ def test_per_object_table_and_the_h0_sentence_quote_the_engine(page):
         acc = M.object_accuracy([M.decode(i) for i in M.greedy(model, M.pixels(held.images))], M.scene_list(held))
         row = table[table["join"] == sections.JOIN_LABELS[join]].iloc[0]
         for a in acc:
-            assert row[f"object {a['object']}: shape, colour"] == f"{a['shape']:.0%}, {a['colour']:.0%}"
+            assert (row[f"object {a['object']}: shape"], row[f"object {a['object']}: colour"]) == (a["shape"],
+                                                                                                  a["colour"])
         shapes = [f"{a['shape']:.0%}" for a in acc]
         if join == "h0":
             assert f"the second's {shapes[1]}, the third's {shapes[2]}" in text

@@ -8,7 +8,7 @@ import pytest
 from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, ConditioningConfig, run_conditioning
 from rnnviz.experiments.delay import AT_CHANCE_MARGIN, DEFAULT_RECIPE, run_copy
 from rnnviz.ui.memory.experiments import sweep_progress_text
-from tests.apptest_helpers import open_page, page_text
+from tests.apptest_helpers import column_formats, open_page, page_text
 
 PAGE = "app_pages/memory_experiments.py"
 
@@ -44,7 +44,7 @@ def test_delay_sweep_runs_quick_and_shows_its_measurements(page):
     seed = int(re.search(r"--seed (\d+)", command).group(1))
     alone = run_copy(config.run_config("lstm", 8, seed))
     last = runs.iloc[-1]
-    assert last["final held-out accuracy"] == round(alone.final_accuracy, 4)
+    assert last["final held-out accuracy"] == alone.final_accuracy
     assert len(at.get("plotly_chart")) == 2
 
 
@@ -192,10 +192,11 @@ def test_conditioning_runs_quick_and_shows_both_variants(page):
     assert list(table["style"]) == [STYLE_LABELS[config.styles[s]] for _, s in rows]
     for (name, s), (_, shown) in zip(rows, table.iterrows()):
         variant = alone.variants[name]
-        assert shown["val loss, right v"] == round(variant.right_loss[s], 3)
-        assert shown["val loss, wrong v"] == round(variant.wrong_loss[s], 3)
-        assert shown["samples in the right style"] == f"{variant.classified[s]:.0%}"
-        assert shown["samples that emit <END>"] == f"{variant.ended[s]:.0%}"
+        assert shown["val loss, right v"] == variant.right_loss[s]
+        assert shown["val loss, wrong v"] == variant.wrong_loss[s]
+        assert shown["samples in the right style"] == variant.classified[s]
+        assert shown["samples that emit <END>"] == variant.ended[s]
+    assert column_formats(at.dataframe[-1])["samples in the right style"] == "percent"
     expected_samples = ["\n".join(alone.variants[name].shown[s]) or "(empty lines)"
                         for s in range(len(config.styles)) for name in VARIANTS]  # style by style, both variants
     assert [c.value for c in at.code][-len(expected_samples):] == expected_samples

@@ -74,3 +74,14 @@ def test_a_bad_present_value_is_named_and_the_page_is_shown_as_usual():
     assert "present= in the link is neither 1 nor 0" in page_text(at)
     assert "font-size: 20px" not in styles(at)
     assert figure(at)["layout"]["font"]["size"] == FONT_SIZE
+
+
+def test_presenting_folds_the_live_pages_settings_once_when_it_starts():
+    def settings_open(at) -> bool:
+        return next(e for e in at.expander if e.label.startswith("Settings:")).proto.expanded
+
+    at = open_page("app_pages/live_training.py")
+    assert not at.exception and settings_open(at), "a class that is not presented sees the settings"
+    at.toggle(key=PRESENT_KEY).set_value(True).run()  # the teacher starts presenting
+    assert not at.exception and not settings_open(at)
+    assert not settings_open(open_page("app_pages/live_training.py", query={"present": "1"}))

@@ -25,7 +25,7 @@ from rnnviz.ui.kit.links import (
     parse_float_in,
     parse_int_in,
 )
-from rnnviz.ui.kit.widgets import PLOTLY_CONFIG, for_the_room, literal, plot
+from rnnviz.ui.kit.widgets import PLOTLY_CONFIG, for_the_room, literal, plot, table
 from rnnviz.ui.kit.widgets import seed as sidebar_seed
 
 OWN = "own"  # session key of the pair trained on this page
@@ -196,10 +196,10 @@ def joins_section(caps: Captioners, image: np.ndarray | None) -> None:
             col.markdown(f"#### {shown(M.greedy(model, x)[0])}")
     rows = []
     for join, f in caps.figures.items():
-        rows.append({"join": JOIN_LABELS[join], "exact match": f"{f['exact']:.1%}",
-                     **{a: f"{f[a]:.1%}" for a in M.ATTRIBUTES}, "CHAIRi": f"{f['chair_i']:.3f}",
-                     "CHAIRs": f"{f['chair_s']:.3f}", "says boat on water without one": f"{f['boat']:.1%}"})
-    st.dataframe(rows, hide_index=True)
+        rows.append({"join": JOIN_LABELS[join], "exact match": f["exact"], **{a: f[a] for a in M.ATTRIBUTES},
+                     "CHAIRi": f["chair_i"], "CHAIRs": f["chair_s"], "says boat on water without one": f["boat"]})
+    table(rows, percent=("exact match", *M.ATTRIBUTES, "says boat on water without one"),
+          decimals={"CHAIRi": 3, "CHAIRs": 3})
     p = next(iter(caps.models.values())).config.p
     st.caption(f"Held-out figures ({caps.source} models, trained at p = {p:g}): greedy captions of "
                f"{shipped.EVAL_N:,} scenes where boats and water are independent, and of {shipped.COUNTER_N} scenes "
@@ -215,9 +215,9 @@ def joins_section(caps: Captioners, image: np.ndarray | None) -> None:
     key = (PAGE, "objects", caps.source, caps.models["every"].config, caps.models["h0"].config)
     objects = shared_value(_object_accuracy, caps.source, caps.models, key=key)
     rows = [{"join": JOIN_LABELS[join],
-             **{f"object {a['object']}: shape, colour": f"{a['shape']:.0%}, {a['colour']:.0%}" for a in acc}}
+             **{f"object {a['object']}: {part}": a[part] for a in acc for part in ("shape", "colour")}}
             for join, acc in objects.items()]
-    st.dataframe(rows, hide_index=True)
+    table(rows, percent=[name for name in rows[0] if name != "join"])
     h0, every = objects["h0"], objects["every"]
     st.markdown(
         "**Where the h₀-only model loses the image:** v enters once, at t = 0, as h₀ = tanh(W_h v + b_h) and "
@@ -380,9 +380,9 @@ def hallucination_section(caps: Captioners) -> None:
         result = remember(SWEPT, key, lambda: M.sweep(ps, config, on_progress=report)[0])
         bar.empty()
     plot(fig.sweep_figure(result), key=page_key("sweep_fig"))
-    st.dataframe([{"p": pt.p, "CHAIRi": round(pt.chair_i, 3), "CHAIRs": round(pt.chair_s, 3),
-                   "exact match": f"{pt.exact:.1%}", "says boat on water without one": f"{pt.boat_on_empty_water:.1%}"}
-                  for pt in result], hide_index=True)
+    table([{"p": pt.p, "CHAIRi": pt.chair_i, "CHAIRs": pt.chair_s, "exact match": pt.exact,
+            "says boat on water without one": pt.boat_on_empty_water} for pt in result],
+          percent=("exact match", "says boat on water without one"), decimals={"CHAIRi": 3, "CHAIRs": 3})
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from rnnviz.ui.kit.cache import session_value, value_for
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_int_in, parse_text
 from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY, ModelSource, pretrained_checkpoints
-from rnnviz.ui.kit.widgets import for_the_room, literal, plot
+from rnnviz.ui.kit.widgets import for_the_room, literal, plot, table
 
 PAGE = "hidden_state"
 page_key = PageKeys(PAGE)
@@ -381,7 +381,7 @@ def who_attends(slot_list: list[Slot]) -> None:
 def model_table(slot_list: list[Slot]) -> None:
     rows = [{"slot": s.name, "model": s.candidate.label, "parameters": params(s), "architecture": _describe(s),
              "steps": s.candidate.step} for s in slot_list]
-    st.dataframe(rows, hide_index=True)
+    table(rows, counts=("parameters", "steps"))
 
 
 def _describe(slot: Slot) -> str:

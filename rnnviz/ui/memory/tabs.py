@@ -10,7 +10,7 @@ from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, Conditioning
 from rnnviz.experiments.cost import CostConfig
 from rnnviz.experiments.delay import DEFAULT_RECIPE, SIZINGS, DelaySweep, DelaySweepConfig, parameter_breakdown
 from rnnviz.figures.experiments import MODEL_NAMES, critical_path_figure
-from rnnviz.ui.kit.widgets import literal, plot, seed
+from rnnviz.ui.kit.widgets import literal, plot, seed, table
 from rnnviz.ui.memory.experiments import (
     compute_conditioning,
     compute_cost_sweep,
@@ -120,7 +120,7 @@ def delay_tab() -> None:
     for kind in config.kinds:
         counts = parameter_breakdown(kind, config.alphabet, config.embed_dim, config.hidden_for(kind))
         rows.append({"model": MODEL_NAMES[kind], "H": config.hidden_for(kind), **counts})
-    st.dataframe(rows, hide_index=True)
+    table(rows, counts=[name for name in rows[0] if name not in ("model", "H")])
     st.caption(
         f"Parameters counted from the real models. Each run: {config.steps} steps × {config.batch} sequences × "
         f"L = {config.length} = {config.characters_per_run:,} training characters; {len(config.runs())} runs "
@@ -163,12 +163,12 @@ def delay_tab() -> None:
     )
     plot(curves_fig, key=DELAY("curves_fig"))
     with st.expander("Every run, and the command that repeats it"):
-        st.dataframe([
+        table([
             {"model": MODEL_NAMES[r.kind], "D": r.delay, "seed": r.seed, "H": r.hidden, "parameters": r.parameters,
-             "final held-out accuracy": round(r.final_accuracy, 4),
-             "last training-batch loss": round(r.train_loss[-1], 4),
-             "seconds": round(r.seconds, 2)} for r in sweep.runs
-        ], hide_index=True)
+             "final held-out accuracy": r.final_accuracy, "last training-batch loss": r.train_loss[-1],
+             "seconds": r.seconds} for r in sweep.runs
+        ], counts=("parameters",), decimals={"final held-out accuracy": 4, "last training-batch loss": 4,
+                                             "seconds": 2})
         last = sweep.runs[-1]
         st.caption("The same settings from the command line print the same held-out accuracies:")
         st.code(config.cli_command(last.kind, last.delay, last.seed), language="bash")
@@ -284,12 +284,13 @@ def conditioning_tab() -> None:
         for s, style in enumerate(config.styles):
             rows.append({
                 "variant": VARIANTS[name], "style": STYLE_LABELS[style],
-                "val loss, right v": round(variant.right_loss[s], 3),
-                "val loss, wrong v": round(variant.wrong_loss[s], 3),
-                "samples in the right style": f"{variant.classified[s]:.0%}",
-                "samples that emit <END>": f"{variant.ended[s]:.0%}",
+                "val loss, right v": variant.right_loss[s],
+                "val loss, wrong v": variant.wrong_loss[s],
+                "samples in the right style": variant.classified[s],
+                "samples that emit <END>": variant.ended[s],
             })
-    st.dataframe(rows, hide_index=True)
+    table(rows, decimals={"val loss, right v": 3, "val loss, wrong v": 3},
+          percent=("samples in the right style", "samples that emit <END>"))
     ceiling = ", ".join(f"{STYLE_LABELS[s]} {a:.0%}" for s, a in zip(config.styles, result.classifier_ceiling))
     st.caption(
         "Val loss in nats per character on held-out lines (the last 10% of each text), under the line's own "
@@ -397,7 +398,7 @@ def cost_tab() -> None:
         plot(state_fig, key=COST("state_fig"))
     with col_path:
         plot(critical_path_figure([p.length for p in sweep.points]), key=COST("path_fig"))
-    st.dataframe([
+    table([
         {"T": p.length, "LSTM: sequential steps first → last token": p.path_lstm,
          "minGRU scan: steps first → last token": p.path_scan,
          "attention: steps first → last token": p.path_attention,
@@ -405,7 +406,7 @@ def cost_tab() -> None:
          "minGRU state h_T (KiB)": None if p.mingru_state_bytes is None else p.mingru_state_bytes / 1024,
          "attention K, V cache (KiB)": p.kv_cache_bytes / 1024}
         for p in sweep.points
-    ], hide_index=True)
+    ], decimals={"LSTM state h_T, c_T (KiB)": 1, "minGRU state h_T (KiB)": 1, "attention K, V cache (KiB)": 1})
     st.caption("State sizes are the nbytes of the tensors each layer returned: the LSTM's (h_T, c_T), the minGRU's "
                "h_T, and attention's keys and values, which a decoder must keep to read one more token. Steps are "
                "counted, not timed: a parallel scan combines neighbours pairwise in ⌈log₂ T⌉ rounds (on a GPU; "
