@@ -24,7 +24,7 @@ header_area = st.container()  # filled once the nonlinearity below is known: the
 
 restore_from_link("handbuilt", LINK_PARAMS)
 st.session_state.setdefault("handbuilt_bits", format_bits(DEFAULT_BITS))
-col_bits, col_phi, col_quiz, col_link = st.columns([3, 1.4, 1, 1], vertical_alignment="bottom")
+col_bits, col_phi, col_quiz, col_link = st.columns([2.2, 1.4, 1.4, 1.3], vertical_alignment="bottom")
 bits_text = col_bits.text_input(
     "Input bits $x_1 \\dots x_T$", key="handbuilt_bits", max_chars=4 * MAX_BITS,
     help=f"Up to {MAX_BITS} bits, 0 or 1, separated by commas or spaces (or written together: 0101).",

@@ -61,10 +61,11 @@ def one_number_through_the_gates() -> None:
     restore_from_link(PAGE, LINK)
     for gate, (_, _, _, default) in GATE_SLIDERS.items():
         st.session_state.setdefault(page_key(gate), default)
-    preset_cols = st.columns(len(gates.PRESETS) + 1)
-    for col, (name, (values, _)) in zip(preset_cols, gates.PRESETS.items()):
-        col.button(name, key=page_key("preset", name), on_click=apply_preset, args=(values,), width="stretch")
-    with preset_cols[-1]:
+    # One row that wraps where it runs out of room, each button as wide as its name (equal columns cut "Forget
+    # near 1, still writing" on a tablet).
+    with st.container(horizontal=True):
+        for name, (values, _) in gates.PRESETS.items():
+            st.button(name, key=page_key("preset", name), on_click=apply_preset, args=(values,))
         share_link(LINK)
     slider_cols = st.columns(4)
     for col, (gate, (label, low, high, _)) in zip(slider_cols, GATE_SLIDERS.items()):

@@ -47,7 +47,7 @@ restore_from_link("tbptt", LINK)
 for key, default in ((DELAY, 4), (LENGTH, 32), (STEPS, 800)):
     st.session_state.setdefault(key, default)
 
-col_d, col_l, col_steps, col_link = st.columns([3, 3, 3, 1], vertical_alignment="bottom")
+col_d, col_l, col_steps, col_link = st.columns([3, 3, 3, 2], vertical_alignment="bottom")
 delay = col_d.slider("Delay D", 1, 12, key=DELAY)
 length = col_l.select_slider("Sequence length L", LENGTHS, key=LENGTH)
 steps = col_steps.select_slider("Training steps per run", STEP_COUNTS, key=STEPS)

@@ -51,7 +51,7 @@ steps = col_t.slider("Steps T", 2, MAX_STEPS, key=STEPS)
 hidden = col_h.slider("Hidden size H", 1, MAX_HIDDEN, key=HIDDEN)
 gain = col_gain.slider("Scale of $W_{hh}$", 0.25, 3.0, step=0.25, key=GAIN,
                        help="Multiplies the random W_hh: larger values make the Jacobians larger.")
-col_attach, col_option, col_link = st.columns([2, 1, 0.6], vertical_alignment="bottom")
+col_attach, col_option, col_link = st.columns([2, 1, 0.75], vertical_alignment="bottom")
 attach = col_attach.segmented_control("Where the loss attaches", ATTACHMENTS, key=ATTACH, required=True)
 pool, feed = "last", "zeros"
 if attach == "many-to-one":

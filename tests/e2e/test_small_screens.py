@@ -1,6 +1,6 @@
 """Every registered page on a tablet (768 × 1024) and a phone (390 × 844): the page never scrolls sideways, and
 what is wider than the screen (a long equation, a row of section buttons, a wide table) scrolls inside its own
-box, which shows a shadow on the side that has more."""
+box, which shows a shadow on the side that has more; no button or control label is cut to "…"."""
 
 import pytest
 
@@ -31,6 +31,14 @@ SIDEWAYS_BOXES = """() => [...document.querySelectorAll('[data-testid=stMain] *'
                hint: getComputedStyle(el).backgroundImage.includes('radial-gradient')}))"""
 
 
+# Texts of buttons and control labels that Streamlit cut with an ellipsis because their column is too narrow.
+CUT_LABELS = """() => [...document.querySelectorAll('[data-testid=stMain] button, [data-testid=stMain] label')]
+  .filter(el => el.offsetParent !== null)
+  .flatMap(el => [...el.querySelectorAll('p, span, div')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).textOverflow === 'ellipsis')
+    .map(e => e.textContent.slice(0, 40)))"""
+
+
 def check_fits(page, name: str) -> None:
     widths = page.evaluate(PAGE_WIDTHS)
     assert widths["document"] <= widths["window"], (name, widths)
@@ -39,6 +47,7 @@ def check_fits(page, name: str) -> None:
         assert box["kind"] != "other", (name, box)  # nothing else cuts its content off behind a scroll bar
         if box["kind"] in ("equation", "buttons", "text"):  # ours to mark (a data frame draws its own scroll bar)
             assert box["hint"], (name, box)
+    assert page.evaluate(CUT_LABELS) == [], name
 
 
 @pytest.mark.parametrize("spec", PAGES, ids=[p.url_path for p in PAGES])

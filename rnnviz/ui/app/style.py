@@ -60,6 +60,19 @@ LAYOUT_CSS = """
 .katex-display > .katex { padding: 0 4px; }
 @media (max-width: 640px) {
   .katex-display > .katex { font-size: 0.9em; }
+}
+/* A switch's or a check box's label wraps at spaces instead of ending in "…" where its column is narrow (on a 768
+   px tablet: "Clip the gradient norm"); a button keeps its one line, and the pages give their buttons the room. */
+[data-testid="stMain"] label [data-testid="stMarkdownContainer"] {
+  white-space: normal; text-overflow: clip; overflow: visible;
+}
+[data-testid="stMain"] label [data-testid="stMarkdownContainer"] p {
+  white-space: normal; overflow-wrap: normal; word-break: normal;
+}
+/* A tablet or a phone has no keys to name: a button's shortcut hint ("End", "→") gives its room to the label,
+   which it cut to "S…" on a 768 px tablet's stepper. */
+@media (max-width: 1024px) {
+  [data-testid^="stBaseButton"] kbd { display: none; }
 }"""
 
 # The app puts teaching text in st.caption: Streamlit draws it at 60% opacity, 3.9:1 on white, under WCAG AA's

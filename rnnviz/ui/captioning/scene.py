@@ -78,11 +78,12 @@ def build_scene() -> tuple[world.Scene, np.ndarray] | None:
     st.header("Build a scene")
     left, right = st.columns([2, 3], gap="large")
     with right:
-        c1, c2, c3 = st.columns([2, 1.3, 1.3], vertical_alignment="bottom")
+        c1, c2 = st.columns([1.6, 3], vertical_alignment="bottom")
         c1.selectbox("Background", world.BACKGROUNDS, key=page_key("bg"))
-        c2.button("Random scene", key=page_key("random"), on_click=_random_scene, icon=":material/casino:")
-        c3.button("Water, no boat", key=page_key("empty_water"), on_click=_preset_empty_water,
-                  icon=":material/sailing:")
+        with c2, st.container(horizontal=True):  # the two buttons wrap onto two rows where they do not fit
+            st.button("Random scene", key=page_key("random"), on_click=_random_scene, icon=":material/casino:")
+            st.button("Water, no boat", key=page_key("empty_water"), on_click=_preset_empty_water,
+                      icon=":material/sailing:")
         objects = []
         for pos in world.POSITIONS:
             cols = st.columns(3)

@@ -33,7 +33,7 @@ def _new_seed() -> None:
 
 def hello_walkthrough() -> None:
     st.session_state.setdefault(f"{PREFIX}_steps", 100)
-    cols = st.columns([3, 1], vertical_alignment="bottom")
+    cols = st.columns([2.6, 1.4], vertical_alignment="bottom")
     steps = cols[0].select_slider("Training steps of the tiny RNN (H = 3, one-hot inputs, Adam)", STEP_OPTIONS,
                                   key=f"{PREFIX}_steps", persist_state="session")
     cols[1].button("Train again from a new seed", key=f"{PREFIX}_train_again", icon=":material/casino:",

@@ -305,7 +305,7 @@ def preset_note(preset: Preset, corpus_name: str | None) -> str:
 
 
 def preset_picker() -> Preset:
-    picker, share = st.columns([6, 1], vertical_alignment="bottom")
+    picker, share = st.columns([5, 1.3], vertical_alignment="bottom")
     picker.selectbox("Preset", list(LIVE_PRESETS), key=key("preset"), on_change=apply_preset, **KEEP,
                      help="Fills in every setting below: corpus, model and training. Change any of them afterwards.")
     mirror_to_link(LINK)
