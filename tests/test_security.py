@@ -30,21 +30,21 @@ def test_every_torch_load_uses_weights_only():
 
 
 def test_no_javascript_injection_switches():
-    """Streamlit runs JavaScript in one place only: the charts' SVG button, a constant script with no user text."""
-    from rnnviz.ui.app import exports
+    """Streamlit runs JavaScript in one place only: rnnviz.ui.app.browser's constant script, with no user text."""
+    from rnnviz.ui.app import browser
 
     for path in SOURCES:
         text = path.read_text()
         assert "components.html" not in text, path
-        if path.name == "exports.py" and path.parent.name == "app":
+        if path.name == "browser.py" and path.parent.name == "app":
             assert text.count("unsafe_allow_javascript") == 1
-            assert "st.html(SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True)" in text
+            assert "st.html(SCRIPT, unsafe_allow_javascript=True)" in text
         else:
             assert "unsafe_allow_javascript" not in text, path
-    script = exports.SVG_BUTTON_SCRIPT
+    script = browser.SCRIPT
     # Built only from the module's literals: the title and the icon's path are all that is put into it.
-    assert exports.SVG_TITLE in script and exports.ICON_PATH in script and "__" not in script.replace("__proto__", "")
-    assert re.fullmatch(r"[A-Za-z ]+", exports.SVG_TITLE) and re.fullmatch(r"[MmHhVvCcLlZz0-9 -]+", exports.ICON_PATH)
+    assert browser.SVG_TITLE in script and browser.ICON_PATH in script and "__" not in script
+    assert re.fullmatch(r"[A-Za-z ]+", browser.SVG_TITLE) and re.fullmatch(r"[MmHhVvCcLlZz0-9 -]+", browser.ICON_PATH)
 
 
 def test_streamlit_config_is_classroom_safe():

@@ -3,7 +3,7 @@ PNG at twice its drawn size."""
 
 import struct
 
-from rnnviz.ui.app.exports import SVG_TITLE
+from rnnviz.ui.app.browser import SVG_TITLE
 from tests.e2e.harness import open_app_page
 
 

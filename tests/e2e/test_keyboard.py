@@ -67,6 +67,18 @@ def test_tab_reaches_and_enter_presses_the_live_start(page, base_url):
     page.keyboard.press("Enter")
     pause = page.get_by_role("button", name="Pause")
     expect(pause).to_be_enabled(timeout=60_000)  # the run trains
+    # Start turned itself off: the focus moved on to Pause in its row (not to the page, which would send the next
+    # Tab back to the top), so Enter pauses.
+    expect(pause).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("button", name="Start")).to_be_enabled(timeout=60_000)
+    # Pause turned itself off in turn: the focus went on to Step, and one Shift+Tab (over the disabled Pause) is
+    # Start again.
+    expect(page.get_by_role("button", name=re.compile(r"^Step\b"))).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    expect(page.get_by_role("button", name="Start")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(pause).to_be_enabled(timeout=60_000)
     pause.click()  # stop it: the next test has the server's cores
     expect(page.get_by_role("button", name="Start")).to_be_enabled(timeout=60_000)
     wait_idle(page)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rnnviz.ui.app.exports import svg_buttons
+from rnnviz.ui.app.browser import browser_script
 from rnnviz.ui.app.registry import GROUPS, PAGES, PageSpec, course_neighbours, page_by_title
 from rnnviz.ui.app.text import literal
 
@@ -105,5 +105,5 @@ def render_sidebar(page: str) -> None:
                 "- [LSTMVis](http://lstm.seas.harvard.edu/)\n"
                 "- [Distill: Memorization in RNNs](https://distill.pub/2019/memorization-in-rnns/)"
             )
-        svg_buttons()  # here because the sidebar is drawn on every page, before the page itself
+        browser_script()  # here because the sidebar is drawn on every page, before the page itself
     mirror_seed_to_link()
