@@ -64,7 +64,8 @@ def pattern_lines_figure(
                   annotation_text=f"θ = {threshold:g}", annotation_position="bottom right")
     fig.update_xaxes(title_text="position in the text")
     fig.update_yaxes(title_text="value")
-    house_style(fig, height=360)
+    fig.update_layout(legend=dict(orientation="h", y=-0.25, yanchor="top", x=0, xanchor="left"))  # below: phones
+    house_style(fig, height=400)
     return fig
 
 

@@ -211,4 +211,6 @@ def bottleneck_figure(lengths: Sequence[int], losses: dict[str, Sequence[float]]
     fig.update_xaxes(title_text="n: characters read (log scale)", type="log", tickmode="array",
                      tickvals=list(lengths), ticktext=[str(n) for n in lengths])
     fig.update_yaxes(title_text="next-character loss (nats/char)")
-    return house_style(fig, height=380)
+    # The legend below the plot: at its right it took 220 of a phone's 358 px.
+    fig.update_layout(legend=dict(orientation="h", y=-0.25, yanchor="top", x=0, xanchor="left"))
+    return house_style(fig, height=460)

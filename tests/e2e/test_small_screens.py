@@ -1,6 +1,7 @@
 """Every registered page on a tablet (768 × 1024) and a phone (390 × 844): the page never scrolls sideways, and
 what is wider than the screen (a long equation, a row of section buttons, a wide table) scrolls inside its own
-box, which shows a shadow on the side that has more; no button or control label is cut to "…"."""
+box, which shows a shadow on the side that has more; no button or control label is cut to "…", and no chart's
+legend takes the side of the plot on a phone."""
 
 import pytest
 
@@ -39,6 +40,14 @@ CUT_LABELS = """() => [...document.querySelectorAll('[data-testid=stMain] button
     .map(e => e.textContent.slice(0, 40)))"""
 
 
+# Charts whose legend stands beside the plot (vertical) and takes more than a third of the chart's width.
+WIDE_SIDE_LEGENDS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')]
+  .filter(g => g._fullLayout && g._fullLayout.showlegend && g._fullLayout.legend.orientation === 'v')
+  .filter(g => { const l = g.querySelector('.legend'); return l
+    && l.getBoundingClientRect().width > g.getBoundingClientRect().width / 3; })
+  .map(g => g.getAttribute('aria-label') || g.textContent.slice(0, 60))"""
+
+
 def check_fits(page, name: str) -> None:
     widths = page.evaluate(PAGE_WIDTHS)
     assert widths["document"] <= widths["window"], (name, widths)
@@ -59,5 +68,6 @@ def test_no_page_scrolls_sideways_on_a_tablet_or_a_phone(page, base_url, spec):
     page.wait_for_function("() => document.querySelector('[data-testid=stMain]').clientWidth <= 390")
     wait_idle(page)
     check_fits(page, f"{spec.url_path} at 390 px")
+    assert page.evaluate(WIDE_SIDE_LEGENDS) == [], f"{spec.url_path}: legends below the plot on a phone"
     if spec.default:  # the README's picture of a phone
         page.screenshot(path=str(ROOT / "docs" / "screenshots" / "phone-home.png"))
