@@ -4,7 +4,7 @@ Transformer's attention, how far back each one remembers (memory probes) and the
 import streamlit as st
 
 from rnnviz.core import equations
-from rnnviz.ui.hidden_state import memory, race, sections
+from rnnviz.ui.hidden_state import connectivity, memory, race, sections
 from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.kit.widgets import page_header
 
@@ -20,7 +20,7 @@ page_header(
 for kind in ("rnn", "lstm", "mingru", "transformer"):
     st.latex(equations.labelled_update(kind))
 
-LINK = (*sections.LINK, *race.LINK)
+LINK = (*sections.LINK, connectivity.PREDICTION_LINK, *race.LINK)
 restore_from_link("hidden_state", LINK)
 with st.container(horizontal=True, vertical_alignment="bottom"):
     sections.choose_sentence()
@@ -31,6 +31,7 @@ with st.expander("The four models: shipped, live-trained, uploaded or raced", ic
     sections.model_table(slots)
 sections.step_through(slots)
 sections.who_attends(slots)
+connectivity.draw_connectivity(slots)
 memory.draw_probe(slots)
 memory.draw_bottleneck(slots)
 race.race_section()

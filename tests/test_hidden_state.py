@@ -407,3 +407,29 @@ def test_the_race_takes_a_mingru_as_a_third_contender_when_ticked(monkeypatch):
     slot_box.set_value("race").run()
     assert not at.exception, [e.value for e in at.exception]
     assert "parameters, from the race)" in page_text(at)
+
+
+def test_the_connectivity_section_shows_each_models_gradient_norms_and_reach(shipped):
+    """The page's connectivity of the prediction after t: the reach it prints and the norms on hover are the engine's
+    for each shipped model; a Transformer's context cuts it off exactly; the link carries t."""
+    from rnnviz.interpret.connectivity import connectivity
+    from rnnviz.ui.hidden_state.connectivity import PREDICTION, SHARE
+
+    long = "A sentence much longer than the context of the small Transformer, so that its window slides on."
+    t = long.index(" on.") + 1  # has read "…slides o"; next comes "n"
+    at = open_page(PAGE, timeout=120, query={"sentence": long, "ct": str(t)})
+    assert not at.exception and at.select_slider(key=PREDICTION).value == t
+    text, html_rows = page_text(at), " ".join(h.value for h in at.html)
+    assert "the gradient is of log p('n'), the sentence's next character" in text
+    for name, checkpoint in shipped.items():
+        result = connectivity(checkpoint.model, checkpoint.vocab.encode(long), t)
+        assert checkpoint.vocab.decode([result.target]) == "n"
+        reach = result.reach(SHARE)
+        assert f"{name} {reach} character{'s' if reach != 1 else ''} back" in text
+        # The character read last: the hover names its exact norm.
+        assert f"{name}: s = {t} (o), 0 back: ‖∂ log p / ∂ x_s‖ = {result.norms[t]:.3g}" in html_rows
+    context = shipped["Transformer"].model.block_size
+    transformer = connectivity(shipped["Transformer"].model, shipped["Transformer"].vocab.encode(long), t)
+    assert transformer.first_read == t + 1 - context
+    assert f"nothing before its context (from s = {t + 1 - context})" in text
+    assert at.query_params["ct"] == str(t)

@@ -1,5 +1,6 @@
 """Figures of the hidden-state page: carried state as heat strips (images), carried bytes against t, attention of
-one position, memory-probe accuracy against k, and the loss against the context read."""
+one position, memory-probe accuracy against k, the loss against the context read, and connectivity (how much one
+prediction depends on each earlier character)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
-from rnnviz.figures import FADED, PALETTE, house_style
+from rnnviz.figures import FADED, ON_LIGHT, PALETTE, house_style
 from rnnviz.interpret.colortext import visible_char
+from rnnviz.interpret.connectivity import Connectivity
 from rnnviz.interpret.hidden_state import Carried, ProbeCurve
 
 MODEL_COLOURS = {"rnn": PALETTE["input"], "lstm": PALETTE["hidden"], "gru": PALETTE["weight"],
@@ -214,3 +216,45 @@ def bottleneck_figure(lengths: Sequence[int], losses: dict[str, Sequence[float]]
     # The legend below the plot: at its right it took 220 of a phone's 358 px.
     fig.update_layout(legend=dict(orientation="h", y=-0.25, yanchor="top", x=0, xanchor="left"))
     return house_style(fig, height=460)
+
+
+def connectivity_figure(results: dict[str, Connectivity], kinds: dict[str, str]) -> go.Figure:
+    """Connectivity against distance, one line per model: ‖∂ log p(x_{t+1}) / ∂ x_s‖ relative to the model's largest,
+    at d = t − s characters back (log scale; a point is left out where the norm is exactly 0, before a Transformer's
+    context)."""
+    fig = go.Figure()
+    for name, result in results.items():
+        relative = result.relative()
+        distance = [result.t - s for s in range(result.t + 1) if relative[s] > 0]
+        values = [relative[s] for s in range(result.t + 1) if relative[s] > 0]
+        fig.add_trace(go.Scatter(x=distance, y=values, mode="lines+markers", name=name,
+                                 line=dict(color=MODEL_COLOURS.get(kinds.get(name, ""), PALETTE["theory"]), width=2.5),
+                                 marker=dict(size=5),
+                                 hovertemplate=f"{name}: %{{x}} characters back, %{{y:.3g}} of its largest"
+                                               "<extra></extra>"))
+    fig.add_hline(y=0.01, line=dict(color=PALETTE["theory"], dash="dash", width=1.5),
+                  annotation_text="1% of the largest", annotation_position="bottom left")
+    fig.update_xaxes(title_text="d = t − s: characters back from the prediction")
+    fig.update_yaxes(title_text="‖∂ log p / ∂ x_s‖, relative (log scale)", type="log", exponentformat="power")
+    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0, xanchor="left"))
+    return house_style(fig, height=380)
+
+
+def connectivity_rows(results: dict[str, Connectivity], text: str) -> str:
+    """The text read up to t, once per model, each character on a colour for its connectivity relative to the
+    model's largest (white 0 … dark blue 1), with the exact norm on hover. Characters are escaped one by one;
+    colours are built from numbers only."""
+    rows = []
+    for name, result in results.items():
+        relative = result.relative()
+        cells = []
+        for s, (value, (r, g, b)) in enumerate(zip(relative, sequential_rgb(relative))):
+            ink = "#ffffff" if value > 0.55 else ON_LIGHT
+            title = (f"{name}: s = {s} ({visible_char(text[s])}), {result.t - s} back: "
+                     f"‖∂ log p / ∂ x_s‖ = {result.norms[s]:.3g} ({value:.1%} of its largest)")
+            cells.append(f"<span title='{html.escape(title, quote=True)}' style='background:rgb({r},{g},{b});"
+                         f"color:{ink};padding:1px 0'>{html.escape(visible_char(text[s]))}</span>")
+        rows.append(f"<div style='margin:2px 0'><span style='display:inline-block;width:110px;font-family:inherit'>"
+                    f"{html.escape(name)}</span>{''.join(cells)}</div>")
+    return ("<div style='font-family:ui-monospace,Menlo,Consolas,monospace;font-size:15px;line-height:1.7;"
+            "white-space:pre;overflow-x:auto'>" + "".join(rows) + "</div>")
