@@ -218,10 +218,10 @@ def bottleneck_figure(lengths: Sequence[int], losses: dict[str, Sequence[float]]
     return house_style(fig, height=460)
 
 
-def connectivity_figure(results: dict[str, Connectivity], kinds: dict[str, str]) -> go.Figure:
+def connectivity_figure(results: dict[str, Connectivity], kinds: dict[str, str], share: float = 0.01) -> go.Figure:
     """Connectivity against distance, one line per model: ‖∂ log p(x_{t+1}) / ∂ x_s‖ relative to the model's largest,
     at d = t − s characters back (log scale; a point is left out where the norm is exactly 0, before a Transformer's
-    context)."""
+    context); dashed, the ``share`` of the largest that the page's reach counts as still depending."""
     fig = go.Figure()
     for name, result in results.items():
         relative = result.relative()
@@ -232,10 +232,13 @@ def connectivity_figure(results: dict[str, Connectivity], kinds: dict[str, str])
                                  marker=dict(size=5),
                                  hovertemplate=f"{name}: %{{x}} characters back, %{{y:.3g}} of its largest"
                                                "<extra></extra>"))
-    fig.add_hline(y=0.01, line=dict(color=PALETTE["theory"], dash="dash", width=1.5),
-                  annotation_text="1% of the largest", annotation_position="bottom left")
+    farthest = max((result.t for result in results.values()), default=0)
+    # A line in the legend, not an hline's annotation: plotly places that annotation on a log axis at 10^0.01.
+    fig.add_trace(go.Scatter(x=[0, farthest], y=[share, share], mode="lines", name=f"{share:.0%} of the largest",
+                             line=dict(color=PALETTE["theory"], dash="dash", width=1.5), hoverinfo="skip"))
     fig.update_xaxes(title_text="d = t − s: characters back from the prediction")
-    fig.update_yaxes(title_text="‖∂ log p / ∂ x_s‖, relative (log scale)", type="log", exponentformat="power")
+    fig.update_yaxes(title_text="‖∂ log p / ∂ x_s‖, relative (log scale)", type="log", exponentformat="power",
+                     dtick=1)
     fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0, xanchor="left"))
     return house_style(fig, height=380)
 
@@ -256,5 +259,6 @@ def connectivity_rows(results: dict[str, Connectivity], text: str) -> str:
                          f"color:{ink};padding:1px 0'>{html.escape(visible_char(text[s]))}</span>")
         rows.append(f"<div style='margin:2px 0'><span style='display:inline-block;width:110px;font-family:inherit'>"
                     f"{html.escape(name)}</span>{''.join(cells)}</div>")
+    # Wrapped, not scrolled: on a phone the end of the sentence, next to t, is where the colour is.
     return ("<div style='font-family:ui-monospace,Menlo,Consolas,monospace;font-size:15px;line-height:1.7;"
-            "white-space:pre;overflow-x:auto'>" + "".join(rows) + "</div>")
+            "white-space:pre-wrap;word-break:break-all'>" + "".join(rows) + "</div>")

@@ -75,6 +75,6 @@ def draw_connectivity(slot_list: list[Slot]) -> None:
     st.html(fig.connectivity_rows(results, text))
     st.caption("Each character on a colour for how much the prediction depends on it, relative to that model's "
                "largest: white 0 … dark blue 1. Hover a character for the exact norm.")
-    plot(fig.connectivity_figure(results, {s.name: s.model.config.kind for s in readable}),
+    plot(fig.connectivity_figure(results, {s.name: s.model.config.kind for s in readable}, SHARE),
          key=page_key("connectivity"))
     st.caption(reach_caption(results))
