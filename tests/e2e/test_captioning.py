@@ -61,6 +61,9 @@ def test_build_a_scene_caption_it_change_the_beam_width_and_see_saliency(page, b
     wait_idle(page)
     slide_to(page, "Beam width", 5)
     expect(main.get_by_text("Best of", exact=False).first).to_be_visible(timeout=30_000)
+    # While that rerun draws, Streamlit can hold the old chart beside the new one in the keyed box: wait for it.
+    wait_idle(page)
+    expect(page.locator(".st-key-cap_beam_fig .js-plotly-plot")).to_have_count(1, timeout=30_000)
     expect(page.locator(".st-key-cap_beam_fig .js-plotly-plot")).to_be_visible(timeout=30_000)
     expect(page.locator(".st-key-cap_topk_fig .js-plotly-plot")).to_be_visible()
     assert no_exception(page)
