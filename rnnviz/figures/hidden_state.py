@@ -257,7 +257,7 @@ def connectivity_rows(results: dict[str, Connectivity], text: str) -> str:
                      f"‖∂ log p / ∂ x_s‖ = {result.norms[s]:.3g} ({value:.1%} of its largest)")
             cells.append(f"<span title='{html.escape(title, quote=True)}' style='background:rgb({r},{g},{b});"
                          f"color:{ink};padding:1px 0'>{html.escape(visible_char(text[s]))}</span>")
-        rows.append(f"<div style='margin:2px 0'><span style='display:inline-block;width:110px;font-family:inherit'>"
+        rows.append(f"<div style='margin:2px 0'><span style='display:inline-block;width:110px'>"
                     f"{html.escape(name)}</span>{''.join(cells)}</div>")
     # Wrapped, not scrolled: on a phone the end of the sentence, next to t, is where the colour is.
     return ("<div style='font-family:ui-monospace,Menlo,Consolas,monospace;font-size:15px;line-height:1.7;"

@@ -4,7 +4,6 @@ earlier character, per model (rnnviz.interpret.connectivity; Madsen, Distill 201
 from __future__ import annotations
 
 import streamlit as st
-import torch
 
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret.connectivity import Connectivity, connectivity
@@ -15,10 +14,6 @@ from rnnviz.ui.kit.widgets import literal, plot
 PREDICTION = page_key("connectivity_t")
 PREDICTION_LINK = LinkParam("ct", PREDICTION, parse_int_in(0, SENTENCE_CHARS - 1), example="30")
 SHARE = 0.01  # "still depends on it": at least 1% of the largest norm
-
-
-def _connectivity(model, ids: torch.Tensor, t: int) -> Connectivity:
-    return connectivity(model, ids, t)
 
 
 def choose_prediction(n: int, text: str) -> int:
@@ -61,7 +56,7 @@ def draw_connectivity(slot_list: list[Slot]) -> None:
     n = min(len(s.ids) for s in readable)
     t = choose_prediction(n, text)
     mirror_to_link((PREDICTION_LINK,))
-    results = {slot.name: slot_value(_connectivity, [slot], slot.model, slot.ids, t,
+    results = {slot.name: slot_value(connectivity, [slot], slot.model, slot.ids, t,
                                      key=("connectivity", text, t)) for slot in readable}
     first = next(iter(results.values()))
     target = text[t + 1] if first.target_is_true else readable[0].vocab.decode([first.target])
