@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rnnviz.charlm.cli import sample_main
 from rnnviz.charlm.corpus import english_docs_text
 from rnnviz.charlm.pretrained import shipped_models
 from tests.apptest_helpers import ROOT
@@ -64,6 +65,29 @@ def test_a_shipped_model_samples_by_name_from_anywhere(elsewhere):
     assert run.stdout.startswith("def ") and len(run.stdout.rstrip("\n")) == 24
 
 
+def test_sample_top_p_reaches_the_engine(elsewhere, capsys):
+    """The installed command takes --top-p; in process, --top-p 1 is off (the same draws as without it), a tiny
+    nucleus keeps only the most likely character (greedy), and bad values are argparse errors (exit 2)."""
+    run = _run([RNNVIZ, "sample", "lstm-python-stdlib.pt", "--prime", "def ", "--length", "40", "--temperature",
+                "1.5", "--top-k", "20", "--top-p", "0.5"], cwd=elsewhere)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("def ") and len(run.stdout.rstrip("\n")) == 44
+
+    def sample(*extra):
+        assert sample_main(["lstm-python-stdlib.pt", "--prime", "def ", "--length", "40", "--seed", "3", *extra]) == 0
+        return capsys.readouterr().out
+
+    hot = sample("--temperature", "1.5")
+    assert sample("--temperature", "1.5", "--top-p", "1") == hot
+    assert sample("--temperature", "1.5", "--top-p", "1e-9") == sample("--temperature", "0")
+    assert sample("--temperature", "1.5", "--top-p", "0.5") != hot
+    for bad, words in (("1.5", "1.5 is not in (0, 1]"), ("nan", "nan is not in (0, 1]"),
+                       ("most", "'most' is not a number")):
+        with pytest.raises(SystemExit) as exit_info:
+            sample("--top-p", bad)
+        assert exit_info.value.code == 2 and f"argument --top-p: {words}" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -71,11 +95,12 @@ def test_a_shipped_model_samples_by_name_from_anywhere(elsewhere):
         (["train", "--corpus", "binary.dat"], "binary file"),
         (["train", "--preset", "nope"], "invalid choice: 'nope'"),
         (["sample", "missing.pt"], "error:"),
+        (["sample", "lstm-python-stdlib.pt", "--top-p", "0"], "argument --top-p: 0 is not in (0, 1]"),
         (["models", "evaluate", "missing.pt"], "error:"),
         (["no-such-command"], "unknown command 'no-such-command'"),
     ],
-    ids=["missing corpus", "binary corpus", "unknown preset", "missing checkpoint", "evaluate missing",
-         "unknown command"],
+    ids=["missing corpus", "binary corpus", "unknown preset", "missing checkpoint", "top-p 0",
+         "evaluate missing", "unknown command"],
 )
 def test_bad_input_exits_2_with_words_and_no_traceback(elsewhere, args, message):
     (elsewhere / "binary.dat").write_bytes(bytes(range(256)) * 4)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rnnviz.charlm.checkpoint import checkpoint_bytes
+from rnnviz.charlm.checkpoint import checkpoint_bytes, load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
-from rnnviz.charlm.pretrained import shipped_models
+from rnnviz.charlm.pretrained import MODELS_DIR, shipped_models
 from rnnviz.charlm.sample import generate, next_char_distribution
 from rnnviz.charlm.sample_request import run_sample
 from rnnviz.charlm.train import TrainConfig, Trainer
@@ -153,6 +153,34 @@ def test_bad_sampling_inputs_are_explained():
     assert any("at least 1 character" in e.value for e in at.error)
     at.number_input(key=key("length")).set_value(10**6).run()
     assert any("capped at 2,000" in w.value for w in at.warning) and not at.exception
+
+
+def test_the_top_p_control_travels_into_the_sample():
+    """Top-p sits beside top-k, starts off (1), and the sample shown is the engine's with that nucleus; a bad
+    value is explained instead of sampled."""
+    shipped = min(shipped_models(), key=lambda m: m.file)
+    at = open_page(PAGE)
+    at.selectbox(key=key("model_source")).set_value(f"pretrained:{Path(shipped.file).stem}").run()
+    at.text_input(key=key("prime")).set_value("def ").run()
+    at.number_input(key=key("length")).set_value(60).run()
+    at.slider(key=key("temperature")).set_value(1.5).run()
+    control = at.number_input(key=key("top_p"))
+    assert control.label == "Top-p (1 keeps all)" and control.value == 1.0
+    assert "add up to p" in control.help and "1 = off" in control.help
+    assert at.number_input(key=key("top_k")).label == "Top-k (0 keeps all)"
+    checkpoint = load_checkpoint(MODELS_DIR / shipped.file)
+    request = at.session_state[key("last_request")]
+    assert request.top_p is None
+    hot = "def " + generate(checkpoint.model, checkpoint.vocab, "def ", 60, 1.5, seed=request.seed)
+    assert main_sample(at) == hot
+    control.set_value(0.5).run()
+    assert not at.exception and not at.error
+    request = at.session_state[key("last_request")]
+    assert request.top_p == 0.5
+    nucleus = "def " + generate(checkpoint.model, checkpoint.vocab, "def ", 60, 1.5, seed=request.seed, top_p=0.5)
+    assert main_sample(at) == nucleus != hot
+    at.number_input(key=key("top_p")).set_value(0.0).run()
+    assert any("Top-p must be more than 0 and at most 1" in e.value for e in at.error) and not at.exception
 
 
 def test_sgd_at_learning_rate_50_without_clipping_rolls_back_and_explains():

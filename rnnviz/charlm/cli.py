@@ -189,6 +189,17 @@ def train_main(argv: list[str] | None = None, prog: str = "rnnviz train") -> int
 
 
 def sample_parser(prog: str = "rnnviz sample") -> argparse.ArgumentParser:
+    def top_p(text: str) -> float:
+        """argparse type for --top-p: a number in (0, 1]."""
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not 0 < value <= 1:
+            raise argparse.ArgumentTypeError(f"{text} is not in (0, 1]: P is the probability the kept characters "
+                                             "add up to, so more than 0 and at most 1 (1 keeps them all)")
+        return value
+
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Generate text from an rnnviz checkpoint (made by rnnviz train).",
@@ -199,6 +210,9 @@ def sample_parser(prog: str = "rnnviz sample") -> argparse.ArgumentParser:
     parser.add_argument("--length", type=int, default=500, help="characters to generate (default: %(default)s)")
     parser.add_argument("--temperature", type=float, default=0.8, help="0 is greedy (default: %(default)s)")
     parser.add_argument("--top-k", type=int, help="sample among the k most likely characters only")
+    parser.add_argument("--top-p", type=top_p, metavar="P",
+                        help="nucleus sampling: keep the most likely characters until their probabilities add up "
+                        "to P (0 < P <= 1; 1 is off), after --top-k")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     parser.add_argument("--beam", type=int, metavar="WIDTH", help="beam search with this width instead of sampling")
     return parser
@@ -216,7 +230,7 @@ def sample_main(argv: list[str] | None = None, prog: str = "rnnviz sample") -> i
                 print(args.prime + beam.text)
         else:
             text = generate(checkpoint.model, checkpoint.vocab, args.prime, args.length, args.temperature,
-                            args.top_k, args.seed)
+                            args.top_k, args.seed, top_p=args.top_p)
             print(args.prime + text)
     except (CheckpointError, CorpusError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

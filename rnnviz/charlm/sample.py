@@ -1,9 +1,12 @@
-"""Generate text from a character model: temperature/top-k sampling, greedy, beam search, interventions.
+"""Generate text from a character model: temperature/top-k/top-p sampling, greedy, beam search, interventions.
 
 At each step the model gives logits z over the V characters and p = softmax(z / τ):
 
-- τ = 0 is greedy decoding, x_{t+1} = argmax z;
+- τ = 0 is greedy decoding, x_{t+1} = argmax z (top-k and top-p do not apply);
 - top-k keeps the k largest logits and renormalises over them;
+- top-p (nucleus sampling, Holtzman et al. 2020) keeps the smallest set of most likely characters whose
+  probabilities add up to at least p (always the most likely one), and renormalises over them. With both,
+  top-k applies first and top-p to what it kept, as Hugging Face's generate does;
 - beam search keeps the ``beam_width`` continuations with the highest total log-probability
   Σ_t log p(x_{t+1} | x_{≤t}).
 
@@ -195,7 +198,7 @@ def _prime_ids(vocab: Vocab, prime: str, device: torch.device) -> Tensor:
     return vocab.encode(prime).to(device).view(1, -1)
 
 
-def _logits_everywhere(model: Model, ids: Tensor) -> Tensor:
+def logits_everywhere(model: Model, ids: Tensor) -> Tensor:
     """Logits (N, T, V) after every position of ids (N, T): one pass of a recurrent model from h_0 = 0, or
     a Transformer's sliding window over texts longer than its context."""
     if isinstance(model, CharTransformer):
@@ -203,15 +206,43 @@ def _logits_everywhere(model: Model, ids: Tensor) -> Tensor:
     return model(ids)[0]
 
 
-def _choose(logits: Tensor, temperature: float, top_k: int | None, generator: torch.Generator) -> int:
-    """Greedy when temperature is 0, else a draw from softmax(z / τ) over the top k."""
+def check_top_p(top_p: float | None) -> None:
+    """Raise ValueError unless top_p is None (off) or in (0, 1]."""
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be more than 0 and at most 1 (1 or None keeps every character), not {top_p}")
+
+
+# Cumulative probabilities within this of p count as reaching it, so that the float rounding of a sum that is
+# exactly p (0.5 + 0.3 for p = 0.8) does not add one more character to the nucleus.
+NUCLEUS_TOLERANCE = 1e-6
+
+
+def sampling_probs(logits: Tensor, temperature: float, top_k: int | None = None,
+                   top_p: float | None = None) -> Tensor:
+    """The distribution a draw at τ = ``temperature`` > 0 comes from, logits (V,) → probabilities (V,).
+
+    Top-k keeps the k largest logits; then p = softmax(z / τ) over them; then top-p keeps the most likely
+    characters in order while the probability of the ones before stays below p, and renormalises.
+    """
     logits = logits.float().cpu()
-    if temperature == 0:
-        return int(logits.argmax())
     if top_k is not None and top_k < logits.numel():
         kth = torch.topk(logits, top_k).values[-1]
         logits = logits.masked_fill(logits < kth, float("-inf"))
-    probs = torch.softmax(logits / temperature, dim=-1)
+    probs = torch.softmax(logits / temperature, dim=-1)  # (V,)
+    if top_p is None or top_p >= 1:
+        return probs
+    sorted_probs, order = torch.sort(probs.double(), descending=True)  # (V,)
+    before = torch.cumsum(sorted_probs, 0) - sorted_probs  # probability of the characters ahead of each
+    drop = order[1:][before[1:] >= top_p - NUCLEUS_TOLERANCE]  # the most likely one is always kept
+    return torch.softmax((logits / temperature).index_fill(0, drop, float("-inf")), dim=-1)
+
+
+def _choose(logits: Tensor, temperature: float, top_k: int | None, generator: torch.Generator,
+            top_p: float | None = None) -> int:
+    """Greedy when temperature is 0, else a draw from softmax(z / τ) over the top k, then the top-p nucleus."""
+    if temperature == 0:
+        return int(logits.float().cpu().argmax())
+    probs = sampling_probs(logits, temperature, top_k, top_p)
     return int(torch.multinomial(probs, 1, generator=generator))
 
 
@@ -225,17 +256,20 @@ def generate(
     top_k: int | None = None,
     seed: int | None = 0,
     interventions: Sequence[Intervention] = (),
+    top_p: float | None = None,
 ) -> str:
     """``length`` characters continuing ``prime`` (the prime is not repeated in the result).
 
-    temperature 0 is greedy; ``seed`` fixes the draws (None draws fresh randomness). Unknown characters in
-    the prime raise corpus.UnknownCharactersError naming them. A Transformer keeps a key/value cache and
-    slides its window past its context.
+    temperature 0 is greedy (top_k and top_p then do nothing); ``top_k`` keeps the k most likely characters,
+    then ``top_p`` the nucleus of what is left (1 or None: off); ``seed`` fixes the draws (None draws fresh
+    randomness). Unknown characters in the prime raise corpus.UnknownCharactersError naming them. A
+    Transformer keeps a key/value cache and slides its window past its context.
     """
     if temperature < 0:
         raise ValueError(f"temperature must be at least 0, not {temperature}")
     if top_k is not None and top_k < 1:
         raise ValueError(f"top_k must be at least 1, or None for off, not {top_k}")
+    check_top_p(top_p)
     _validate_interventions(model, interventions)
     was_training = model.training
     model.eval()
@@ -249,7 +283,7 @@ def generate(
         logits, state = _advance(model, _prime_ids(vocab, prime, device), None, interventions)
         out = []
         for _ in range(length):
-            idx = _choose(logits[0], temperature, top_k, generator)
+            idx = _choose(logits[0], temperature, top_k, generator, top_p)
             out.append(idx)
             logits, state = _advance(model, torch.tensor([[idx]], device=device), state, interventions)
     finally:
@@ -302,7 +336,7 @@ def next_char_distribution(model: Model, vocab: Vocab, text: str, k: int = 5) ->
     was_training = model.training
     model.eval()
     try:
-        logits = _logits_everywhere(model, vocab.encode(text).to(_model_device(model)).view(1, -1))
+        logits = logits_everywhere(model, vocab.encode(text).to(_model_device(model)).view(1, -1))
     finally:
         model.train(was_training)
     probs = torch.softmax(logits[0].float(), dim=-1)  # (T, V)
@@ -336,7 +370,7 @@ def exposure_bias(
     targets = ids[prefix_len:]  # (n,)
     generator = torch.Generator().manual_seed(seed)
     try:
-        logits = _logits_everywhere(model, ids.view(1, -1))
+        logits = logits_everywhere(model, ids.view(1, -1))
         teacher = F.cross_entropy(logits[0, prefix_len - 1 : -1], targets, reduction="none")  # (n,)
         last, state = _advance(model, ids[:prefix_len].view(1, -1), None)
         free, own = [], []

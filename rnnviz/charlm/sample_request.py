@@ -1,9 +1,9 @@
 """Sampling inputs from a page, checked in plain words, and the sample they ask for.
 
 Bad inputs never reach the model: characters outside the vocabulary, a length under 1 or a width or k
-under 1 are errors; a length over MAX_SAMPLE_LENGTH, a top-k or beam width over V, and temperature 0
-(which is greedy decoding) are corrected with a note. A prime longer than a Transformer's context is kept as
-typed, with a note on where the window starts.
+under 1 are errors, and so is a top-p outside (0, 1]; a length over MAX_SAMPLE_LENGTH, a top-k or beam width
+over V, and temperature 0 (which is greedy decoding) are corrected with a note, and top-p 1 is off. A prime
+longer than a Transformer's context is kept as typed, with a note on where the window starts.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class SampleRequest:
     strategy: str  # "greedy", "temperature" or "beam"
     temperature: float = 1.0  # strategy "temperature": p = softmax(z / τ)
     top_k: int | None = None  # strategy "temperature": keep the k most likely characters; None for all
+    top_p: float | None = None  # strategy "temperature", after top-k: keep the nucleus of mass p; None for all
     beam_width: int = 5  # strategy "beam"
     seed: int = 0
 
@@ -50,6 +51,7 @@ def check_sample_request(
     beam_width: int | None = 5,
     seed: int = 0,
     context: int | None = None,
+    top_p: float | None = None,
 ) -> tuple[SampleRequest | None, list[str], list[str]]:
     """(request or None, errors, notes): errors stop the sampling, notes say what was corrected.
 
@@ -88,6 +90,11 @@ def check_sample_request(
                 notes.append(f"Top-k {top_k} is more than the {vocab.size} characters of the vocabulary; all "
                              f"{vocab.size} are kept.")
                 top_k = None
+        if top_p is not None:
+            if not 0 < top_p <= 1:
+                errors.append(f"Top-p must be more than 0 and at most 1 (1 keeps every character), not {top_p:g}.")
+            elif top_p == 1:
+                top_p = None
     if strategy == "beam":
         if beam_width is None or beam_width < 1:
             errors.append(f"The beam width must be at least 1, not {beam_width}.")
@@ -98,7 +105,7 @@ def check_sample_request(
     if errors:
         return None, errors, notes
     request = SampleRequest(prime or "", int(length), strategy, float(temperature or 1.0), top_k,
-                            int(beam_width or 1), seed)
+                            None if top_p is None else float(top_p), int(beam_width or 1), seed)
     return request, errors, notes
 
 
@@ -108,6 +115,6 @@ def run_sample(model: CharModel | CharTransformer, vocab: Vocab, request: Sample
         beams = beam_search(model, vocab, request.prime, request.length, request.beam_width)
         return SampleResult(beams[0].text, tuple(beams))
     temperature = 0.0 if request.strategy == "greedy" else request.temperature
-    top_k = request.top_k if request.strategy == "temperature" else None
-    text = generate(model, vocab, request.prime, request.length, temperature, top_k, seed=request.seed)
+    top_k, top_p = (request.top_k, request.top_p) if request.strategy == "temperature" else (None, None)
+    text = generate(model, vocab, request.prime, request.length, temperature, top_k, seed=request.seed, top_p=top_p)
     return SampleResult(text)

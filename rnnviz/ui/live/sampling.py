@@ -163,6 +163,7 @@ def sample_request(source: ModelSource) -> SampleRequest | None:
     st.session_state.setdefault(key("strategy"), "temperature")
     st.session_state.setdefault(key("temperature"), 0.8)
     st.session_state.setdefault(key("top_k"), 0)
+    st.session_state.setdefault(key("top_p"), 1.0)
     st.session_state.setdefault(key("beam_width"), 5)
     cols = st.columns([3, 1])
     cols[0].text_input("Prime text", key=key("prime"), max_chars=500, **KEEP,
@@ -174,18 +175,22 @@ def sample_request(source: ModelSource) -> SampleRequest | None:
                         key=key("strategy"), **KEEP)
     state = st.session_state
     if strategy == "temperature":
-        cols = st.columns(2)
+        cols = st.columns([2, 1, 1])  # the slider as wide as before; stacked on a phone
         cols[0].slider("Temperature τ", 0.1, 2.0, step=0.05, key=key("temperature"), **KEEP,
                        help="p = softmax(z / τ): below 1 sharpens the distribution, above 1 flattens it.")
         cols[1].number_input("Top-k (0 keeps all)", key=key("top_k"), step=1, **KEEP,
                              help="Sample among the k most likely characters only.")
+        cols[2].number_input("Top-p (1 keeps all)", key=key("top_p"), step=0.05, format="%.2f", **KEEP,
+                             help="Nucleus sampling: keep the most likely characters until their probabilities add "
+                             "up to p, then sample among them; 1 = off. Applied after top-k.")
     elif strategy == "beam":
         st.slider("Beam width", 1, 10, key=key("beam_width"), **KEEP,
                   help="Keeps the width most probable continuations at every step; width 1 is greedy.")
-    top_k = state.get(key("top_k"))
+    top_k, top_p = state.get(key("top_k")), state.get(key("top_p"))
     request, errors, notes = check_sample_request(
         source.vocab, state.get(key("prime"), ""), state.get(key("length")), strategy, state.get(key("temperature")),
         None if not top_k else int(top_k), state.get(key("beam_width")), seed(),
+        top_p=None if top_p is None else float(top_p),
     )
     for note in notes:
         st.warning(literal(note), icon=":material/info:")
@@ -209,7 +214,7 @@ def side_by_side(source: ModelSource, request: SampleRequest) -> list[tuple[floa
 
     def draw(model: torch.nn.Module) -> list[tuple[float, str]]:
         return [(tau, run_sample(model, source.vocab, SampleRequest(
-            request.prime, length, "temperature", tau, None, 1, request.seed)).text) for tau in SIDE_BY_SIDE]
+            request.prime, length, "temperature", tau, beam_width=1, seed=request.seed)).text) for tau in SIDE_BY_SIDE]
 
     return memo("side_by_side", (_identity(source), request.prime, length, request.seed), _reading(source, draw),
                 shared=source.shared)
