@@ -53,6 +53,11 @@ def drawn_html(at) -> list[str]:
     return [h.value for h in at.html if not h.value.lstrip().startswith(("<style>", "<script>"))]
 
 
+def replayed(at) -> str:
+    """The colouring of section 5, "Watch a cell emerge" (its legend names the snapshot's step)."""
+    return next(h for h in drawn_html(at) if "training steps" in h)
+
+
 def test_opens_on_the_python_model_with_a_cell_that_tracks_indentation_or_quotes(opened, engine):
     at = opened
     _, text, trace, tracks = engine
@@ -203,9 +208,10 @@ def test_three_clicks_from_a_live_model_to_its_bracket_cell_and_its_snapshots(li
     replay = at.select_slider(key="explorer_snapshot_step")
     assert list(replay.options) == ["0", "2", "4", "6"]
     replay.set_value(0).run()
-    first = drawn_html(at)[-1]
+    first = replayed(at)
+    assert "after 0 training steps" in first
     at.select_slider(key="explorer_snapshot_step").set_value(6).run()
-    assert drawn_html(at)[-1] != first and "after 6 training steps" in drawn_html(at)[-1]
+    assert replayed(at) != first and "after 6 training steps" in replayed(at)
 
 
 def test_importance_bars_are_the_engines_ablation_losses(opened, engine):

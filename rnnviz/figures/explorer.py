@@ -87,3 +87,33 @@ def importance_figure(labels: Sequence[str], deltas: Sequence[float], base_loss:
     house_style(fig, height=max(300, 34 * len(labels) + 110))
     fig.update_layout(showlegend=False)
     return fig
+
+
+def surprisal_figure(surprisal: np.ndarray, window: tuple[int, int], smooth: int = 25) -> go.Figure:
+    """Surprisal −log p(x_t | x_<t) over the whole passage: each character a faint dot, the mean of ``smooth``
+    characters around it as a line, and the window the strip draws shaded."""
+    values = np.asarray(surprisal, dtype=np.float64)
+    positions = np.arange(len(values))
+    known = np.isfinite(values)
+    fig = go.Figure()
+    fig.add_trace(go.Scattergl(
+        x=positions[known], y=values[known], mode="markers", name="one character",
+        marker=dict(size=3, color=PALETTE["muted"], opacity=0.5),
+        hovertemplate="position %{x}: %{y:.2f} nats<extra></extra>",
+    ))
+    if known.sum() >= smooth:
+        filled = np.where(known, values, 0.0)
+        kernel = np.ones(smooth)
+        mean = np.convolve(filled, kernel, "same") / np.maximum(np.convolve(known.astype(float), kernel, "same"), 1)
+        fig.add_trace(go.Scatter(
+            x=positions, y=mean, mode="lines", name=f"mean of {smooth} characters",
+            line=dict(color=PALETTE["input"], width=2.5), hovertemplate="around %{x}: %{y:.2f} nats<extra></extra>",
+        ))
+    fig.add_vrect(x0=window[0] - 0.5, x1=window[1] - 0.5, fillcolor=PALETTE["highlight"], opacity=0.18, line_width=0,
+                  annotation_text="drawn below", annotation_position="top left")
+    fig.update_xaxes(title_text="position in the text")
+    fig.update_yaxes(title_text="surprisal, nats", rangemode="tozero")
+    fig.update_layout(title="Surprisal over the passage",
+                      legend=dict(orientation="h", y=-0.3, yanchor="top", x=0, xanchor="left"))
+    house_style(fig, height=300)
+    return fig

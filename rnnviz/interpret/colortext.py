@@ -31,6 +31,10 @@ CENTRE = (247, 247, 247)
 POSITIVE = (178, 24, 43)
 # A white–green sequential scale (ColorBrewer Greens: its lightest, middle and darkest classes).
 SEQUENTIAL = ((247, 252, 245), (116, 196, 118), (0, 68, 27))
+# Other one-hue ramps, for quantities that are neither a cell nor a gate (ColorBrewer Reds and Blues), so that green
+# keeps meaning "a gate's openness" on every page.
+REDS = ((255, 245, 240), (251, 106, 74), (103, 0, 13))
+BLUES = ((247, 251, 255), (107, 174, 214), (8, 48, 107))
 TEXT_DARK, TEXT_LIGHT = (34, 34, 34), (255, 255, 255)
 WHITESPACE_GLYPH = (140, 140, 140)
 
@@ -53,6 +57,7 @@ class Scale:
     centre: float
     high: float
     sequential: bool = False  # one hue from low to high, for values that have no sign (the gates)
+    ramp: tuple[tuple[int, int, int], ...] = SEQUENTIAL  # sequential only: the light, middle and dark colours
 
     def __post_init__(self):
         if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.centre < self.high):
@@ -74,12 +79,12 @@ class Scale:
     def colour(self, value: float) -> tuple[int, int, int]:
         """The colour of a value."""
         position = self.position(value)
-        return sequential_rgb(position) if self.sequential else rgb(position)
+        return sequential_rgb(position, self.ramp) if self.sequential else rgb(position)
 
     def plotly_colorscale(self) -> list[list]:
         """The same scale as plotly's ``colorscale`` (from zmin = low to zmax = high)."""
         if self.sequential:
-            return [[0.0, f"rgb{SEQUENTIAL[0]}"], [0.5, f"rgb{SEQUENTIAL[1]}"], [1.0, f"rgb{SEQUENTIAL[2]}"]]
+            return [[0.0, f"rgb{self.ramp[0]}"], [0.5, f"rgb{self.ramp[1]}"], [1.0, f"rgb{self.ramp[2]}"]]
         middle = (self.centre - self.low) / (self.high - self.low)
         return [[0.0, f"rgb{NEGATIVE}"], [middle, f"rgb{CENTRE}"], [1.0, f"rgb{POSITIVE}"]]
 
@@ -112,15 +117,15 @@ def rgb(position: float) -> tuple[int, int, int]:
     return tuple(int(round(c + (e - c) * w)) for c, e in zip(CENTRE, end))
 
 
-def sequential_rgb(position: float) -> tuple[int, int, int]:
-    """The sequential colour at a scale position in [0, 1]."""
+def sequential_rgb(position: float, ramp: tuple[tuple[int, int, int], ...] = SEQUENTIAL) -> tuple[int, int, int]:
+    """The sequential colour at a scale position in [0, 1] on ``ramp`` (light, middle, dark)."""
     w = min(max(position, 0.0), 1.0)
-    start, end = (SEQUENTIAL[0], SEQUENTIAL[1]) if w <= 0.5 else (SEQUENTIAL[1], SEQUENTIAL[2])
+    start, end = (ramp[0], ramp[1]) if w <= 0.5 else (ramp[1], ramp[2])
     w = 2 * w if w <= 0.5 else 2 * w - 1
     return tuple(int(round(c + (e - c) * w)) for c, e in zip(start, end))
 
 
-def _text_colour(background: tuple[int, int, int]) -> tuple[int, int, int]:
+def text_colour_on(background: tuple[int, int, int]) -> tuple[int, int, int]:
     r, g, b = background
     luminance = (0.299 * r + 0.587 * g + 0.114 * b) / 255
     return TEXT_LIGHT if luminance < 0.55 else TEXT_DARK
@@ -174,8 +179,8 @@ def colored_text_html(
     ]
     for t, ch in enumerate(text):
         background = scale.colour(float(values[t]))
-        foreground = WHITESPACE_GLYPH if (ch in VISIBLE and _text_colour(background) == TEXT_DARK) \
-            else _text_colour(background)
+        foreground = WHITESPACE_GLYPH if (ch in VISIBLE and text_colour_on(background) == TEXT_DARK) \
+            else text_colour_on(background)
         title = f' title="{html.escape(tooltips[t], quote=True)}"' if tooltips is not None else ""
         glyph = html.escape(visible_char(ch), quote=True)
         parts.append(f'<span style="{_style(background, foreground)}"{title}>{glyph}</span>')
@@ -190,25 +195,27 @@ def number(value: float) -> str:
     return "0" if value == 0 else f"{value:.3g}".replace("-", "−")
 
 
-def legend_html(scale: Scale, label: str, steps: int = 11, observed: tuple[float, float] | None = None) -> str:
+def legend_html(scale: Scale, label: str, steps: int = 11, observed: tuple[float, float] | None = None,
+                meaning: str | None = None) -> str:
     """A colour bar from ``scale.low`` to ``scale.high`` with the three values written under it.
 
     ``observed`` (min, max) adds the range the values actually take, so that a scale of ±3.45 whose values
-    never rise above 0.473 says so.
+    never rise above 0.473 says so. ``meaning`` replaces the words that say what the colours mean (a cell's sign,
+    or a gate's openness, by default).
     """
     positions = np.linspace(0.0, 1.0, steps) if scale.sequential else np.linspace(-1.0, 1.0, steps)
-    colour = sequential_rgb if scale.sequential else rgb
+    colours = [sequential_rgb(p, scale.ramp) if scale.sequential else rgb(p) for p in positions]
     swatches = "".join(
-        f'<span style="display:inline-block;width:22px;height:14px;background:rgb{colour(p)}"></span>'
-        for p in positions
+        f'<span style="display:inline-block;width:22px;height:14px;background:rgb{c}"></span>' for c in colours
     )
     width = 22 * steps
     numbers = (
         f'<div style="display:flex;justify-content:space-between;width:{width}px;font-size:13px">'
         f"<span>{number(scale.low)}</span><span>{number(scale.centre)}</span><span>{number(scale.high)}</span></div>"
     )
-    meaning = ("white 0 (closed) to dark green 1 (open)" if scale.sequential
-               else "white exactly 0, red positive, blue negative")
+    if meaning is None:
+        meaning = ("white 0 (closed) to dark green 1 (open)" if scale.sequential
+                   else "white exactly 0, red positive, blue negative")
     if observed is not None and all(math.isfinite(v) for v in observed):
         meaning += f"; in this text from {number(observed[0])} to {number(observed[1])}"
     return (

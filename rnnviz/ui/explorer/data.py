@@ -20,6 +20,7 @@ from rnnviz.charlm.sample import Intervention, generate
 from rnnviz.core.charmodel import CharModel
 from rnnviz.core.config import ModelConfig
 from rnnviz.interpret.finder import CellTrace, FeatureRanking, rank_cells, trace_cells
+from rnnviz.interpret.surprisal import Predictions, predictions
 from rnnviz.interpret.textfeatures import feature_tracks
 from rnnviz.ui.kit.cache import process_store
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
@@ -62,6 +63,16 @@ def traced(key: tuple, model: CharModel, ids: torch.Tensor) -> CellTrace:
         trace = trace_cells(model, ids)
         store.put(key, trace)
     return trace
+
+
+def predictions_for(key: tuple, model: CharModel, vocab: Vocab, text: str) -> Predictions:
+    """Surprisal and top guesses over ``text`` (one forward pass), kept beside the trace of the same ``key``."""
+    store = process_store("explorer predictions", 2 * TRACE_STORE_ENTRIES)
+    found = store.get(key)
+    if found is None:
+        found = predictions(model, vocab.encode(text))
+        store.put(key, found)
+    return found
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -1,0 +1,160 @@
+"""The explorer's readings of the whole model, as the papers read it: where it is sure and where it is surprised
+(the prediction strip), how far ahead of an n-gram it is and on which characters, and its state's path through the
+passage. Each section is a fragment: its controls rerun it alone."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from rnnviz.figures import explorer as figures
+from rnnviz.figures.trajectory import trajectory_figure
+from rnnviz.interpret import colortext, prediction_strip
+from rnnviz.interpret.finder import QUANTITY_LABELS
+from rnnviz.interpret.surprisal import Predictions
+from rnnviz.interpret.textfeatures import FEATURES
+from rnnviz.interpret.trajectory import nearest, project
+from rnnviz.ui.explorer import data as ex
+from rnnviz.ui.explorer.choices import FEATURE, page_key
+from rnnviz.ui.explorer.sections import context_html
+from rnnviz.ui.kit.cache import shared_value
+from rnnviz.ui.kit.widgets import plot, table
+
+STRIP_START = page_key("strip_start")
+STRIP_CHARS = 200  # characters in the strip at once: about four lines of columns on a laptop
+SURPRISES_LISTED = 8
+PATH_LAYER, PATH_QUANTITY, PATH_COLOUR = page_key("path_layer"), page_key("path_quantity"), page_key("path_colour")
+PATH_AT, PATH_FIGURE = page_key("path_at"), page_key("path_figure")
+PATH_NEIGHBOURS = 5
+PATH_EXCLUDE = 20  # neighbours are at least this many characters away: not merely the same place in the text
+
+
+def _strip(text: str, found: Predictions, chars: str, start: int, end: int) -> str:
+    return prediction_strip.legends_html(found.surprisal[start:end]) + prediction_strip.strip_html(
+        text, found, chars, start, end)
+
+
+def _predictions_table(text: str, found: Predictions, chars: str, start: int, end: int) -> pd.DataFrame:
+    """The strip as a table: what a screen reader reads instead of the colours, and the CSV download."""
+    rows = range(max(start, 1), end)
+    guesses = {f"guess {j + 1}": [colortext.describe_char(chars[found.guess_ids[t, j]]) for t in rows]
+               for j in range(found.guess_ids.shape[1])}
+    return pd.DataFrame({
+        "position": list(rows),
+        "character": [colortext.describe_char(text[t]) for t in rows],
+        "surprisal (nats)": found.surprisal[list(rows)],
+        "p": found.true_prob[list(rows)],
+        "rank": found.rank[list(rows)],
+        **guesses,
+    })
+
+
+@st.fragment
+def surprise(trace_key: tuple, source, text: str) -> None:
+    """Section 6: the prediction strip, the surprisal over the passage, and the most surprising characters."""
+    st.header("6. Where the model is sure, and where it is surprised")
+    found = ex.predictions_for(trace_key, source.model, source.vocab, text)
+    chars = source.vocab.chars
+    if found.length < 2:
+        st.info("The text needs at least two characters for the model to predict one.")
+        return
+    loss, accuracy = found.loss(), found.top1_accuracy()
+    sure = float(np.mean(found.true_prob[1:] >= 0.9))
+    st.markdown(
+        f"Before each character the model gives every character a probability p; its **surprisal** is −log p of "
+        f"the one that came: 0 when it was certain, 4.6 nats when it gave it 1%. Over the {found.length - 1:,} "
+        f"characters it predicts here the mean surprisal is **{loss:.3f} nats/char** ({loss / math.log(2):.2f} "
+        f"bits), which is its loss on this text. Its top guess was right for **{accuracy:.1%}** of them, and it gave "
+        f"the right one p ≥ 0.9 for **{sure:.1%}**.")
+    last_start = max(len(text) - STRIP_CHARS, 0)
+    st.session_state[STRIP_START] = min(max(int(st.session_state.get(STRIP_START, 0)), 0), last_start)
+    if last_start > 0:
+        st.slider("Strip from character", 0, last_start, step=10, key=STRIP_START)
+    start = int(st.session_state[STRIP_START])
+    end = min(start + STRIP_CHARS, len(text))
+    plot(figures.surprisal_figure(found.surprisal, (start, end)), key=page_key("surprisal_figure"))
+    st.caption(f"Characters {start:,}–{end - 1:,}: each column is one character (on top, coloured by its surprisal) "
+               f"and, under it, the {found.guess_ids.shape[1]} characters the model thought most likely there before "
+               "reading it. Hover a column for the numbers.")
+    st.html(shared_value(_strip, text, found, chars, start, end, key=(trace_key, "strip", start, end)))
+    worst = found.most_surprising(SURPRISES_LISTED)
+    st.markdown(f"**The {len(worst)} most surprising characters** in the whole text, with the model's top guess:")
+    st.html(context_html(text, [
+        (t, t + 1, f"{found.surprisal[t]:.1f} nats at {t:,}; guessed "
+                   f"{colortext.describe_char(chars[found.guess_ids[t, 0]])}")
+        for t in worst]))
+    with st.expander("The strip as a table, and a download", icon=":material/table:"):
+        frame = shared_value(_predictions_table, text, found, chars, start, end, key=(trace_key, "strip table",
+                                                                                     start, end))
+        table(frame, height=260, decimals={"surprisal (nats)": 3}, percent=("p",))
+        name = re.sub(r"[^A-Za-z0-9]+", "-", f"surprisal {start}-{end - 1}").strip("-")
+        st.download_button("Download the table (CSV)", lambda: frame.to_csv(index=False), file_name=f"{name}.csv",
+                           mime="text/csv", icon=":material/download:", key=page_key("strip_csv"))
+
+
+def _on_path_click() -> None:
+    """on_select of the trajectory: the clicked character becomes the chosen one."""
+    event = st.session_state.get(PATH_FIGURE)
+    points = event["selection"]["points"] if event else []
+    if points and points[0].get("customdata") is not None:
+        data = points[0]["customdata"]
+        st.session_state[PATH_AT] = int(data[0] if isinstance(data, list) else data)
+
+
+def _path_figure(states: np.ndarray, text: str, track: np.ndarray, label: str, at: int, start: int):
+    projection = project(states)
+    near = nearest(states, at - start, PATH_NEIGHBOURS, PATH_EXCLUDE)
+    return projection, near, trajectory_figure(projection, text, track, label, at - start, near, offset=start)
+
+
+@st.fragment
+def state_path(trace_key: tuple, trace, text: str, tracks: dict, start: int, end: int) -> None:
+    """Section 8: the state over the colouring's window on its first two principal axes, coloured by a feature;
+    a click (or the position box) picks a character and marks the states nearest to it in all units."""
+    st.header("8. The state's path through the text")
+    st.markdown(f"After each character the layer's state is a point in {trace.hidden} dimensions. Here are the "
+                f"states of characters {start:,}–{end - 1:,} (the window of section 1) on the two directions along "
+                "which they vary most (PCA), joined in reading order and coloured by a feature of the text. Click a "
+                f"point: the page marks the {PATH_NEIGHBOURS} states nearest to it in all {trace.hidden} units (at "
+                f"least {PATH_EXCLUDE} characters away), and shows their contexts: what the model treats as the same "
+                "situation.")
+    if end - start < 3:
+        st.info("The window needs at least three characters to draw a path.")
+        return
+    if st.session_state.get(PATH_COLOUR) not in tracks:  # first the feature the finder ranks by
+        st.session_state[PATH_COLOUR] = st.session_state.get(FEATURE) if st.session_state.get(FEATURE) in tracks \
+            else next(iter(tracks))
+    at = st.session_state.get(PATH_AT)
+    if at is None or not start <= int(at) < end:
+        st.session_state[PATH_AT] = start + (end - start) // 2
+    cols = st.columns([1, 2, 3, 2])
+    layer = cols[0].selectbox("Layer", list(range(trace.layers)), key=PATH_LAYER)
+    quantity = cols[1].selectbox("State", [q for q in trace.quantities if q in ("h", "c")],
+                                 format_func=QUANTITY_LABELS.get, key=PATH_QUANTITY)
+    colour = cols[2].selectbox("Colour by", list(tracks), format_func=lambda f: FEATURES[f].label, key=PATH_COLOUR)
+    at = int(cols[3].number_input("Chosen character", start, end - 1, step=1, key=PATH_AT,
+                                  help="Its position in the text; or click a point"))
+    states = trace.block(int(layer), quantity)[start:end]
+    try:
+        projection, near, figure = shared_value(
+            _path_figure, states, text[start:end], tracks[colour][start:end], FEATURES[colour].label, at, start,
+            key=(trace_key, "path", layer, quantity, colour, start, end, at))
+    except ValueError as err:  # states that never vary over the window, say
+        st.warning(f"No path to draw here: {err}.")
+        return
+    st.plotly_chart(figure, key=PATH_FIGURE, on_select=_on_path_click, selection_mode="points", width="stretch",
+                    config={"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]},
+                    alt=f"The states of characters {start} to {end - 1} on their first two principal axes, "
+                        f"coloured by {FEATURES[colour].label}; position {at} chosen.")
+    shown = projection.explained[:2].sum()
+    st.caption(f"The two axes hold {shown:.0%} of the states' variance; the rest lies in the other "
+               f"{trace.hidden - 2} directions, so points close here may be far apart in all units (and the marked "
+               "neighbours are measured there).")
+    st.markdown(f"**Position {at:,} and the states nearest to it** (distance in all {trace.hidden} units):")
+    here = states[at - start]
+    st.html(context_html(text, [(at, at + 1, f"chosen, {at:,}")] + [
+        (start + p, start + p + 1, f"{float(np.linalg.norm(states[p] - here)):.2f} at {start + p:,}") for p in near]))

@@ -1,0 +1,93 @@
+"""The explorer's readings of the whole model in AppTest, on the shipped Python model: the prediction strip's
+numbers are the engine's surprisal and guesses, and the state's path is the engine's PCA with its nearest states."""
+
+import html
+import math
+import re
+
+import numpy as np
+import pytest
+
+from rnnviz.charlm.checkpoint import load_checkpoint
+from rnnviz.charlm.corpus import load_builtin
+from rnnviz.interpret import colortext
+from rnnviz.interpret.finder import trace_cells
+from rnnviz.interpret.surprisal import predictions
+from rnnviz.interpret.trajectory import nearest, project
+from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text
+from tests.apptest_helpers import open_page, page_text
+
+PAGE = "app_pages/hidden_cell_explorer.py"
+MODEL = PRETRAINED_DIR / "lstm-python-stdlib.pt"
+
+
+@pytest.fixture(scope="module")
+def opened():
+    at = open_page(PAGE)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture(scope="module")
+def engine():
+    checkpoint = load_checkpoint(MODEL)
+    text = held_out_text(load_builtin("python-stdlib"), 10_000)
+    ids = checkpoint.vocab.encode(text)
+    return checkpoint, text, predictions(checkpoint.model, ids), trace_cells(checkpoint.model, ids)
+
+
+def strip(at) -> str:
+    """The prediction strip's HTML: the st.html block with a column per character (its tooltips say "surprisal")."""
+    return next(h.value for h in at.html if "guesses:" in h.value and "Top row" in h.value)
+
+
+def test_the_strip_prints_the_engines_loss_accuracy_and_guesses(opened, engine):
+    at = opened
+    checkpoint, text, found, _ = engine
+    shown = page_text(at)
+    assert f"the mean surprisal is **{found.loss():.3f} nats/char** ({found.loss() / math.log(2):.2f} bits)" in shown
+    assert f"Its top guess was right for **{found.top1_accuracy():.1%}**" in shown
+    drawn = html.unescape(strip(at))
+    chars = checkpoint.vocab.chars
+    for t in (1, 57, 199):  # the strip opens at character 0 and draws 200
+        s = found.surprisal[t]
+        guesses = ", ".join(f"{colortext.describe_char(chars[i])} {p:.0%}"
+                            for i, p in zip(found.guess_ids[t], found.guess_probs[t]))
+        assert (f"position {t}: {colortext.describe_char(text[t])}\nsurprisal {s:.2f} nats ({s / math.log(2):.2f} "
+                f"bits), p = {math.exp(-s):.1%}, rank {found.rank[t]}\nguesses: {guesses}") in drawn
+    assert "position 200:" not in drawn
+    # The most surprising character of the whole text is listed first.
+    worst = found.most_surprising(1)[0]
+    assert f"{found.surprisal[worst]:.1f} nats at {worst:,}; guessed" in html.unescape(
+        next(h.value for h in at.html if "nats at" in h.value and "guessed" in h.value))
+
+
+def test_moving_the_strip_draws_those_characters_and_its_table_holds_the_engines_values(opened, engine):
+    at = opened
+    _, text, found, _ = engine
+    at.slider(key="explorer_strip_start").set_value(3000).run()
+    assert not at.exception, [e.value for e in at.exception]
+    drawn = html.unescape(strip(at))
+    assert "position 3000:" in drawn and "position 3199:" in drawn and "position 2999:" not in drawn
+    table = next(frame.value for frame in at.dataframe if "surprisal (nats)" in frame.value.columns)
+    assert list(table["position"]) == list(range(3000, 3200))
+    np.testing.assert_allclose(table["surprisal (nats)"], found.surprisal[3000:3200], rtol=1e-6)
+    assert list(table["rank"]) == list(found.rank[3000:3200])
+
+
+def test_the_path_is_the_engines_projection_and_nearest_states(opened, engine):
+    at = opened
+    _, text, _, trace = engine
+    start = int(at.session_state["explorer_window"])
+    end = min(start + 2000, len(text))
+    states = trace.block(0, "h")[start:end]
+    projection = project(states)
+    assert f"The two axes hold {projection.explained[:2].sum():.0%} of the states' variance" in page_text(at)
+    at.number_input(key="explorer_path_at").set_value(start + 300).run()
+    assert not at.exception, [e.value for e in at.exception]
+    listed = html.unescape(next(h.value for h in at.html if f"chosen, {start + 300:,}" in h.value))
+    near = nearest(states, 300, 5, 20)
+    found = [int(p.replace(",", "")) for p in re.findall(r"[\d.]+ at ([\d,]+)", listed)]
+    assert found == [start + p for p in near]
+    figure = next(c for c in at.get("plotly_chart") if "PC 1" in c.proto.spec)
+    assert f"PC 1 ({100 * projection.explained[0]:.0f}% of variance)" in figure.proto.spec
