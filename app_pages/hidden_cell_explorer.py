@@ -16,7 +16,7 @@ from rnnviz.ui.explorer.choices import (
     ensure_cell,
     ensure_feature,
 )
-from rnnviz.ui.explorer.readings import state_path, surprise
+from rnnviz.ui.explorer.readings import against_ngram, state_path, surprise
 from rnnviz.ui.explorer.sections import PRIME, colour_by_cell, find_cells, intervene, pattern_search, watch_emerge
 from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.kit.models import model_id
@@ -52,5 +52,6 @@ pattern_search(trace_key, cell_trace, passage, feature_tracks, chosen, window_st
 intervene(model_source, cell_trace, chosen, passage, window_start, top_cells, st.session_state[FEATURE])
 watch_emerge(model_source, passage, chosen, window_start, window_end)
 surprise(trace_key, model_source, passage)
+against_ngram(trace_key, model_source, passage, syntax)
 state_path(trace_key, cell_trace, passage, feature_tracks, window_start, window_end)
 mirror_to_link(LINK)

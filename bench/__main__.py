@@ -39,6 +39,7 @@ BENCHMARKS = [
     "sample_speed",
     "run_save",
     "soak",
+    "ngram_fit",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

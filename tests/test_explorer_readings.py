@@ -1,9 +1,12 @@
 """The explorer's readings of the whole model in AppTest, on the shipped Python model: the prediction strip's
-numbers are the engine's surprisal and guesses, and the state's path is the engine's PCA with its nearest states."""
+numbers are the engine's surprisal and guesses, the n-gram section's losses and error breakdown are the engine's,
+and the state's path is the engine's PCA with its nearest states."""
 
 import html
+import json
 import math
 import re
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -12,10 +15,13 @@ from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.interpret import colortext
 from rnnviz.interpret.finder import trace_cells
+from rnnviz.interpret.ngram import BUCKETS, WORD, error_breakdown, fit_ngrams
 from rnnviz.interpret.surprisal import predictions
 from rnnviz.interpret.trajectory import nearest, project
+from rnnviz.ui.explorer.readings import BUCKET_LABELS
 from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text
 from tests.apptest_helpers import open_page, page_text
+from tests.figure_helpers import numbers
 
 PAGE = "app_pages/hidden_cell_explorer.py"
 MODEL = PRETRAINED_DIR / "lstm-python-stdlib.pt"
@@ -91,3 +97,37 @@ def test_the_path_is_the_engines_projection_and_nearest_states(opened, engine):
     assert found == [start + p for p in near]
     figure = next(c for c in at.get("plotly_chart") if "PC 1" in c.proto.spec)
     assert f"PC 1 ({100 * projection.explained[0]:.0f}% of variance)" in figure.proto.spec
+
+
+@pytest.fixture(scope="module")
+def ngrams():
+    corpus = load_builtin("python-stdlib")
+    train, _ = corpus.split()
+    return corpus, fit_ngrams(train, corpus.vocab.size, 6), Counter(WORD.findall(corpus.text[: len(train)]))
+
+
+def breakdown_bars(at) -> dict[str, int]:
+    chart = next(c for c in at.get("plotly_chart") if c.key == "explorer_breakdown")
+    bars = json.loads(chart.proto.spec)["data"][0]
+    return dict(zip(bars["y"], numbers(bars["x"])))
+
+
+def test_the_n_gram_section_prints_the_engines_losses_and_breakdown(opened, engine, ngrams):
+    at = opened
+    checkpoint, text, found, _ = engine
+    corpus, models, words = ngrams
+    ids = corpus.vocab.encode(text)
+    five = models.loss(ids, 5)
+    shown = page_text(at)
+    assert (f"On this passage the 1 × 256 LSTM loses **{found.loss():.3f} nats/char**, the 5-gram **{five:.3f}**"
+            in shown)
+    for order in (5, 2):
+        if order != 5:
+            at.select_slider(key="explorer_ngram_order").set_value(order).run()
+            assert not at.exception, [e.value for e in at.exception]
+        expected = error_breakdown(text, found.true_prob[1:], models.prob_of_true(ids, order), order, words,
+                                   syntax="code").counts()
+        bars = breakdown_bars(at)
+        assert [int(bars[BUCKET_LABELS[b]]) for b in BUCKETS] == [expected[b] for b in BUCKETS]
+        fixed = expected["long_range"] + expected["ngram_other"]
+        assert f"It **fixes {fixed:,}** of the {order}-gram's errors" in page_text(at)

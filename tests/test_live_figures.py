@@ -109,3 +109,18 @@ def test_loss_figure_against_seconds_labels_the_axis_and_the_hover():
     assert fig.layout.xaxis.title.text == "seconds of training"
     assert list(fig.data[0].x) == [0.5, 1.0, 1.5] and list(fig.data[1].x) == [1.5]
     assert fig.data[0].hovertemplate.startswith("%{x:.1f} s")
+
+
+def test_n_gram_baselines_are_dotted_lines_at_their_losses_in_nats_and_in_bits():
+    from rnnviz.figures.race import race_figure
+
+    baselines = {3: 2.045, 5: 1.579}
+    curves = ([1, 2], [4.0, 3.0], [2], [3.1], 65)
+    for fig, scale in ((loss_figure(*curves, baselines=baselines), 1.0),
+                       (loss_figure(*curves, bits=True, baselines=baselines), 1 / math.log(2)),
+                       (race_figure({}, 10.0, 65, baselines=baselines), 1.0)):
+        lines = {a.text: a.y for a in fig.layout.annotations if "-gram" in a.text}
+        assert lines == {f"{n}-gram: {loss * scale:.2f}": pytest.approx(loss * scale) for n, loss in baselines.items()}
+        dotted = [s for s in fig.layout.shapes if s.line.dash == "dot"]
+        assert sorted(s.y0 for s in dotted) == pytest.approx(sorted(v * scale for v in baselines.values()))
+    assert not [a for a in loss_figure([1], [4.0], [], [], 65).layout.annotations if "-gram" in a.text]

@@ -12,6 +12,7 @@ from rnnviz.charlm.pretrained import MODELS_DIR, shipped_models
 from rnnviz.charlm.sample import generate, next_char_distribution
 from rnnviz.charlm.sample_request import run_sample
 from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.interpret.ngram import fit_ngrams
 from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import numbers
@@ -305,3 +306,18 @@ def test_the_loss_curve_reads_against_seconds_of_training_when_asked():
     train, val = spec["data"][0], spec["data"][1]
     assert list(numbers(train["x"])) == pytest.approx([r.seconds for r in run.trainer.history])  # its own clock
     assert list(numbers(val["x"])) == pytest.approx([e.seconds for e in run.trainer.evals])
+
+
+def test_the_loss_curve_shows_what_3_and_5_gram_models_of_the_same_text_reach_on_its_val_split():
+    at = hello_page()
+    at.button(key=key("step")).click().run()
+    corpus = at.session_state[LIVE_RUN_KEY].trainer.corpus
+    train, val = corpus.split()
+    models = fit_ngrams(train, corpus.vocab.size, 5)
+    chart = next(c for c in at.get("plotly_chart") if c.key == key("loss_chart"))
+    spec = json.loads(chart.proto.spec)
+    lines = {a["text"]: a["y"] for a in spec["layout"]["annotations"] if "-gram" in a["text"]}
+    for n in (3, 5):
+        loss = models.loss(val, n)
+        assert lines[f"{n}-gram: {loss:.2f}"] == pytest.approx(loss)
+    assert "n-gram (same text)" in [trace.get("name") for trace in spec["data"]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
@@ -19,6 +20,7 @@ PALETTE = {
     "theory": "#7f7f7f",
     "highlight": "#f58518",
     "muted": "#c7c7c7",
+    "baseline": "#9d755d",  # an n-gram's level on a loss curve: not one of the models
 }
 
 # Our HTML is drawn on the viewer's light or dark page, so text that is not on a colour of ours takes the theme's
@@ -48,6 +50,17 @@ def house_style(fig: go.Figure, height: int | None = None) -> go.Figure:
     if height is not None:
         fig.update_layout(height=height)
     return fig
+
+
+def ngram_lines(fig: go.Figure, baselines: Mapping[int, float], scale: float = 1.0) -> None:
+    """One dotted line per n-gram baseline {n: loss in nats/char}, labelled at its left end ("5-gram: 1.58")."""
+    for n, loss in sorted(baselines.items()):
+        fig.add_hline(y=loss * scale, line=dict(color=PALETTE["baseline"], dash="dot", width=2),
+                      annotation_text=f"{n}-gram: {loss * scale:.2f}", annotation_position="bottom left",
+                      annotation_font=dict(size=FONT_SIZE - 3, color=PALETTE["baseline"]))
+    if baselines:  # an entry in the legend says what the dotted lines are
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="n-gram (same text)",
+                                 line=dict(color=PALETTE["baseline"], dash="dot", width=2), hoverinfo="skip"))
 
 
 # Every font a figure can carry sits under one of these keys (layout.font, title.font, trace.textfont, …).

@@ -117,3 +117,37 @@ def surprisal_figure(surprisal: np.ndarray, window: tuple[int, int], smooth: int
                       legend=dict(orientation="h", y=-0.3, yanchor="top", x=0, xanchor="left"))
     house_style(fig, height=300)
     return fig
+
+
+def ngram_loss_figure(losses: dict[int, float], model_loss: float, model_label: str) -> go.Figure:
+    """Bars: the loss of the n-gram of each order on the passage; a line: the model's loss on the same passage."""
+    orders = sorted(losses)
+    values = [losses[n] for n in orders]
+    colours = [PALETTE["output"] if v > model_loss else PALETTE["muted"] for v in values]
+    fig = go.Figure(go.Bar(
+        x=[f"{n}-gram" for n in orders], y=values, marker_color=colours, name="n-gram (Kneser-Ney)",
+        text=[f"{v:.3f}" for v in values], textposition="outside", cliponaxis=False,
+        hovertemplate="%{x}: %{y:.3f} nats/char<extra></extra>",
+    ))
+    fig.add_hline(y=model_loss, line=dict(color=PALETTE["input"], width=3))
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=PALETTE["input"], width=3),
+                             name=f"{model_label}: {model_loss:.3f}", hoverinfo="skip"))  # the line's legend entry
+    fig.update_yaxes(title_text="loss on this passage (nats/char)", rangemode="tozero",
+                     range=[0, max([*values, model_loss]) * 1.18])
+    fig.update_layout(title="n-grams of the training text against the model, on the same passage",
+                      legend=dict(orientation="h", y=-0.15, yanchor="top", x=0, xanchor="left"))
+    house_style(fig, height=380)
+    return fig
+
+
+def breakdown_figure(labels: Sequence[str], counts: Sequence[int], colours: Sequence[str]) -> go.Figure:
+    """Horizontal bars: how many characters fall in each bucket of the error breakdown, first bucket on top."""
+    fig = go.Figure(go.Bar(
+        x=list(counts)[::-1], y=list(labels)[::-1], orientation="h", marker_color=list(colours)[::-1],
+        text=[f"{c:,}" for c in list(counts)[::-1]], textposition="outside", cliponaxis=False,
+        hovertemplate="%{y}: %{x:,} characters<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="characters", rangemode="tozero", range=[0, max([*counts, 1]) * 1.2])
+    fig.update_layout(title="Which characters the difference comes from", showlegend=False)
+    house_style(fig, height=60 + 42 * len(labels))
+    return fig

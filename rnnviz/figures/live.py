@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from rnnviz.charlm.hello import HelloWalkthrough
 from rnnviz.charlm.sample import ExposureBias
-from rnnviz.figures import FADED, FONT_SIZE, ON_LIGHT, PALETTE, RULE, house_style
+from rnnviz.figures import FADED, FONT_SIZE, ON_LIGHT, PALETTE, RULE, house_style, ngram_lines
 
 MAX_POINTS = 300  # per curve: a long run stays light to send and draw
 LOG_TICKS = [m * 10.0**e for e in range(-4, 5) for m in (1, 2, 5)]  # 1-2-5 labels, written out in full
@@ -51,11 +51,13 @@ def loss_figure(
     vocab_size: int,
     bits: bool = False,
     seconds: bool = False,
+    baselines: Mapping[int, float] | None = None,
 ) -> go.Figure:
     """Train loss (bucket means) and val loss against the step, with the uniform-guess line ln V.
 
     With ``seconds`` the x values (``steps``, ``eval_steps``) are seconds of training, the trainer's clock: the
-    axis on which models of different speeds compare fairly."""
+    axis on which models of different speeds compare fairly. ``baselines`` {n: val loss in nats/char} draws what
+    an n-gram of the same training text reaches on the same val split, one dotted line each."""
     scale = 1 / LN2 if bits else 1.0
     unit = "bits/char" if bits else "nats/char"
     uniform = math.log(vocab_size) * scale
@@ -73,6 +75,7 @@ def loss_figure(
     fig.add_hline(y=uniform, line=dict(color=PALETTE["theory"], dash="dash", width=2),
                   annotation_text=label, annotation_position="top right",
                   annotation_font=dict(size=FONT_SIZE - 2, color=PALETTE["theory"]))
+    ngram_lines(fig, baselines or {}, scale)
     top = max([uniform, *(y[:1] if len(y) else [])]) * 1.12
     fig.update_yaxes(title_text=f"loss ({unit})", range=[0, top], rangemode="tozero")
     fig.update_xaxes(title_text="seconds of training" if seconds else "step", rangemode="tozero")

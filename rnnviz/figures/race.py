@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from rnnviz.charlm.race import Mark
-from rnnviz.figures import FONT_SIZE, PALETTE, house_style
+from rnnviz.figures import FONT_SIZE, PALETTE, house_style, ngram_lines
 
 COLOURS = (PALETTE["hidden"], PALETTE["output"], PALETTE["highlight"], PALETTE["weight"], PALETTE["input"])
 
@@ -54,11 +54,13 @@ def race_figure(
     vocab_size: int,
     reference: tuple[float, str] | None = None,
     height: int = 380,
+    baselines: Mapping[int, float] | None = None,
 ) -> go.Figure:
     """Val loss (nats/char) of each contender against its own seconds of training, with the uniform guess ln V
     and, optionally, a reference level (value, label) such as nanoGPT's 1.906. At each curve's end, its last
     val loss and the optimizer steps it took to get there (a busy machine leaves a model fewer steps), labels
-    moved apart where the ends are close."""
+    moved apart where the ends are close. ``baselines`` {n: val loss}: what an n-gram of the same training text
+    reaches on the same val split, dotted."""
     fig = go.Figure()
     uniform = math.log(vocab_size)
     top = max([uniform, *(m.val_loss for marks in curves.values() for m in marks)])
@@ -89,6 +91,7 @@ def race_figure(
         fig.add_hline(y=value, line=dict(color=PALETTE["muted"], dash="dot", width=2), annotation_text=label,
                       annotation_position="bottom right", annotation_font=dict(size=FONT_SIZE - 3,
                                                                                 color=PALETTE["theory"]))
+    ngram_lines(fig, baselines or {})
     step = next((s for s in (1, 2, 5, 10, 20, 25, 50, 100, 200, 500) if s >= duration / 6), duration / 6)
     # room right of the last mark for the end labels ("1.625 · 2,254 steps"), ticks only where the race runs
     fig.update_xaxes(title_text="seconds of training (each model's own clock)", range=[0, duration * LABEL_ROOM],

@@ -11,22 +11,45 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from rnnviz.charlm.corpus import CorpusError
+from rnnviz.core.config import shape_label
+from rnnviz.figures import PALETTE
 from rnnviz.figures import explorer as figures
 from rnnviz.figures.trajectory import trajectory_figure
 from rnnviz.interpret import colortext, prediction_strip
 from rnnviz.interpret.finder import QUANTITY_LABELS
+from rnnviz.interpret.ngram import BUCKETS, RARE_WORD_COUNT, ErrorBreakdown, error_breakdown, innermost_openings
 from rnnviz.interpret.surprisal import Predictions
 from rnnviz.interpret.textfeatures import FEATURES
 from rnnviz.interpret.trajectory import nearest, project
 from rnnviz.ui.explorer import data as ex
 from rnnviz.ui.explorer.choices import FEATURE, page_key
 from rnnviz.ui.explorer.sections import context_html
+from rnnviz.ui.kit.baselines import MAX_ORDER, baselines, corpus_digest
 from rnnviz.ui.kit.cache import shared_value
+from rnnviz.ui.kit.models import corpus_of
 from rnnviz.ui.kit.widgets import plot, table
 
 STRIP_START = page_key("strip_start")
 STRIP_CHARS = 200  # characters in the strip at once: about four lines of columns on a laptop
 SURPRISES_LISTED = 8
+NGRAM_ORDER, NGRAM_BUCKET = page_key("ngram_order"), page_key("ngram_bucket")
+DEFAULT_ORDER = 5
+EXAMPLES = 8
+# The breakdown's buckets as its chart names them, in the paper's order, and their colours: what the recurrence
+# fixes (greens), what both miss (blues), what only the model misses (red).
+BUCKET_LABELS = {
+    "long_range": "fixed: inside (…) or quotes opened ≥ n back",
+    "ngram_other": "fixed: elsewhere",
+    "dynamic_memory": "both wrong: a word seen earlier here",
+    "rare_word": f"both wrong: a rare word (≤ {RARE_WORD_COUNT}× in training)",
+    "word_start": "both wrong: a word's first letter",
+    "both_other": "both wrong: anything else",
+    "model_only": "only the model wrong",
+}
+BUCKET_COLOURS = {"long_range": "#1b7837", "ngram_other": "#7fbf7b", "dynamic_memory": "#2166ac",
+                  "rare_word": "#4393c3", "word_start": "#92c5de", "both_other": PALETTE["muted"],
+                  "model_only": PALETTE["input"]}
 PATH_LAYER, PATH_QUANTITY, PATH_COLOUR = page_key("path_layer"), page_key("path_quantity"), page_key("path_colour")
 PATH_AT, PATH_FIGURE = page_key("path_at"), page_key("path_figure")
 PATH_NEIGHBOURS = 5
@@ -94,6 +117,94 @@ def surprise(trace_key: tuple, source, text: str) -> None:
         name = re.sub(r"[^A-Za-z0-9]+", "-", f"surprisal {start}-{end - 1}").strip("-")
         st.download_button("Download the table (CSV)", lambda: frame.to_csv(index=False), file_name=f"{name}.csv",
                            mime="text/csv", icon=":material/download:", key=page_key("strip_csv"))
+
+
+def _passage_losses(models, ids) -> dict[int, float]:
+    return {n: models.loss(ids, n) for n in range(1, models.max_order + 1)}
+
+
+def _breakdown(text: str, model_probs: np.ndarray, models, ids, order: int, train_words, syntax: str
+               ) -> tuple[ErrorBreakdown, float, np.ndarray]:
+    """The breakdown; the share of all predicted characters that sit inside a bracket or quote opened at least
+    ``order`` characters back (what the "fixed" share is compared with); and the n-gram's p of each character
+    (index t − 1 for character t)."""
+    ngram_probs = models.prob_of_true(ids, order)
+    found = error_breakdown(text, model_probs, ngram_probs, order, train_words, syntax=syntax)
+    position = np.arange(1, len(text))
+    opening = innermost_openings(text, syntax)[position - 1]
+    return found, float(np.mean((opening >= 0) & (position - opening >= order))), ngram_probs
+
+
+@st.fragment
+def against_ngram(trace_key: tuple, source, text: str, syntax: str) -> None:
+    """Section 7: n-gram models of the training text on the same passage, and Karpathy et al.'s breakdown of
+    the characters where the model and an n-gram differ."""
+    st.header("7. Against an n-gram: what the recurrence adds")
+    corpus = corpus_of(source)
+    if corpus is None:
+        st.info("An n-gram baseline is counted on the model's training text, which this server does not have for "
+                "this model. Pick a shipped model or the live-trained one.")
+        return
+    try:
+        ids = corpus.vocab.encode(text)
+    except CorpusError as err:
+        st.info(f"The n-gram models of {corpus.name} cannot read this text: {err}")
+        return
+    if len(text) < 2:
+        return
+    base = baselines(corpus)
+    found = ex.predictions_for(trace_key, source.model, source.vocab, text)
+    digest = corpus_digest(corpus)
+    losses = shared_value(_passage_losses, base.models, ids, key=(trace_key, digest, "ngram losses"))
+    label = shape_label(source.model.config)
+    model_loss = found.loss()
+    best = min(losses, key=losses.get)
+    ahead = losses[DEFAULT_ORDER] - model_loss
+    st.markdown(
+        f"An **n-gram model** predicts each character from the n − 1 before it and nothing else, with counts from "
+        f"the same training text ({base.train_chars:,} characters of {corpus.name}; interpolated Kneser-Ney "
+        f"smoothing). On this passage the {label} loses **{model_loss:.3f} nats/char**, the {DEFAULT_ORDER}-gram "
+        f"**{losses[DEFAULT_ORDER]:.3f}**: the model is **{abs(ahead):.3f} nats/char "
+        f"{'ahead of' if ahead > 0 else 'behind'}** it. The best n-gram here is the {best}-gram "
+        f"({losses[best]:.3f}).")
+    if ahead <= 0:
+        st.caption("An n-gram that has memorised a large training text can beat a small recurrent model on text "
+                   "that repeats its idioms (code does): the model has to squeeze the same counts into its weights. "
+                   "The breakdown below shows where each is better.")
+    plot(figures.ngram_loss_figure(losses, model_loss, label), key=page_key("ngram_losses"))
+    order = st.select_slider("Compare with the n-gram of order n", list(range(1, MAX_ORDER + 1)),
+                             value=st.session_state.get(NGRAM_ORDER, DEFAULT_ORDER), key=NGRAM_ORDER)
+    breakdown, inside_rate, ngram_probs = shared_value(
+        _breakdown, text, found.true_prob[1:], base.models, ids, order, base.train_words, syntax,
+        key=(trace_key, digest, "breakdown", order, syntax))
+    counts = breakdown.counts()
+    fixed = counts["long_range"] + counts["ngram_other"]
+    share = counts["long_range"] / fixed if fixed else 0.0
+    st.markdown(
+        f"As in Karpathy, Johnson and Fei-Fei (2015), a character is an **error** of a model when it gave it p < "
+        f"{breakdown.threshold:g}. Of the {breakdown.chars:,} characters, the {label} gets {breakdown.model_errors:,} "
+        f"wrong and the {order}-gram {breakdown.ngram_errors:,}. It **fixes {fixed:,}** of the {order}-gram's errors; "
+        f"**{share:.0%}** of those sit inside brackets or quotes opened at least {order} characters back, where no "
+        f"{order}-gram can see the opening, against **{inside_rate:.0%}** of all characters here"
+        + (" — the long-range errors the recurrence fixes." if share > inside_rate else
+           " — here the recurrence does not fix long-range characters more often than others.")
+        + f" Both get {sum(counts[b] for b in ('dynamic_memory', 'rare_word', 'word_start', 'both_other')):,} "
+          "wrong, sorted in the paper's order (each to the first bucket that fits).")
+    names = list(BUCKETS)
+    plot(figures.breakdown_figure([BUCKET_LABELS[b] for b in names], [counts[b] for b in names],
+                                  [BUCKET_COLOURS[b] for b in names]), key=page_key("breakdown"))
+    bucket = st.selectbox("Show examples of", names, format_func=lambda b: f"{BUCKET_LABELS[b]} ({counts[b]:,})",
+                          key=NGRAM_BUCKET)
+    st.caption(BUCKETS[bucket].replace("n characters", f"{order} characters"))
+    where = breakdown.positions[bucket]
+    if not len(where):
+        st.info("No character of this passage falls in this bucket.")
+        return
+    picks = where[np.linspace(0, len(where) - 1, min(EXAMPLES, len(where))).round().astype(int)]
+    st.markdown(f"{len(picks)} of them, spread over the passage (p: the probability each gave the character "
+                "that came):")
+    st.html(context_html(text, [(t, t + 1, f"{t:,}: model {found.true_prob[t]:.2f}, {order}-gram "
+                                           f"{ngram_probs[t - 1]:.2f}") for t in map(int, picks)]))
 
 
 def _on_path_click() -> None:

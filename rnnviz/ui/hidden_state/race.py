@@ -24,6 +24,7 @@ from rnnviz.charlm.speed import count_parameters
 from rnnviz.figures import race as figures
 from rnnviz.ui.app.server import race_registry, training_slots
 from rnnviz.ui.kit.address import HeldInAddress
+from rnnviz.ui.kit.baselines import line_losses
 from rnnviz.ui.kit.corpora import CORPUS_LABELS, builtin_corpus, needs_download
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, format_bool, parse_bool, parse_choice
@@ -273,7 +274,9 @@ def _draw(runner: RaceRunner) -> None:
     vocab = next(iter(race.trainers.values())).vocab.size
     reference = NANOGPT if race.corpus_name == "tiny-shakespeare" else None
     curves = {name: list(marks) for name, marks in race.curves.items()}  # the thread appends meanwhile
-    plot(figures.race_figure(curves, race.duration, vocab, reference), key=page_key("curves"))
+    corpus = next(iter(race.trainers.values())).corpus
+    plot(figures.race_figure(curves, race.duration, vocab, reference, baselines=line_losses(corpus)),
+         key=page_key("curves"))
     loads = [m.load for marks in curves.values() for m in marks if m.load is not None]
     if runner.is_active and (now := load_average()) is not None:
         loads.append(now)

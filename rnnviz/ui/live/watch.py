@@ -14,6 +14,7 @@ import streamlit as st
 from rnnviz.charlm.live import LiveRun, Status, leaves_training_text
 from rnnviz.core.config import shape_label
 from rnnviz.figures import live as figures
+from rnnviz.ui.kit.baselines import line_losses
 from rnnviz.ui.kit.widgets import literal, plot
 from rnnviz.ui.live.corpus import memorises
 from rnnviz.ui.live.setup import key
@@ -133,7 +134,8 @@ def _curves(run: LiveRun, bits: bool):
     seconds = view[1]
     loss = figures.loss_figure([r.seconds if seconds else r.step for r in history], [r.loss for r in history],
                                [e.seconds if seconds else e.step for e in evals], [e.val_loss for e in evals],
-                               run.trainer.vocab.size, bits, seconds=seconds)
+                               run.trainer.vocab.size, bits, seconds=seconds,
+                               baselines=line_losses(run.trainer.corpus))
     loss.update_layout(height=LOSS_HEIGHT)
     grad = figures.grad_norm_figure([r.step for r in history], [r.grad_norm for r in history],
                                     run.trainer.config.clip)
