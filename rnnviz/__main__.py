@@ -2,6 +2,7 @@
 
     rnnviz train --corpus notes.txt --steps 300 --out notes.pt
     rnnviz sample notes.pt --prime "The" --length 200
+    rnnviz inspect notes.pt --text notes.txt   # surprisal and guesses per character, as CSV and HTML
     rnnviz models                      # the shipped models with their val loss
     rnnviz experiments sweep --seeds 3
 
@@ -20,6 +21,7 @@ import rnnviz
 COMMANDS = {
     "train": ("rnnviz.charlm.cli", "train_main", "train a character model and save a checkpoint"),
     "sample": ("rnnviz.charlm.cli", "sample_main", "generate text from a checkpoint or a shipped model"),
+    "inspect": ("rnnviz.charlm.cli", "inspect_main", "the surprisal and top guesses of every character of a text"),
     "models": ("rnnviz.charlm.cli", "models_main", "list the shipped models; evaluate or compact a checkpoint"),
     "experiments": ("rnnviz.experiments.__main__", "main", "memory experiments: delayed copy, conditioning, cost"),
     "captioning": ("rnnviz.captioning.__main__", "main", "image captioning: train both joins, caption a scene, CHAIR"),

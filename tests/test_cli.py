@@ -1,6 +1,7 @@
 """The installed ``rnnviz`` command: it works from any folder, finds the shipped models through the package,
 and installs from a wheel into a fresh environment."""
 
+import csv
 import os
 import shutil
 import subprocess
@@ -10,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from rnnviz.charlm.cli import sample_main
+from rnnviz.charlm.checkpoint import load_checkpoint
+from rnnviz.charlm.cli import inspect_main, sample_main
 from rnnviz.charlm.corpus import english_docs_text
-from rnnviz.charlm.pretrained import shipped_models
+from rnnviz.charlm.pretrained import MODELS_DIR, shipped_models
+from rnnviz.interpret.colortext import describe_char
+from rnnviz.interpret.surprisal import predictions
 from tests.apptest_helpers import ROOT
 
 RNNVIZ = Path(sys.executable).parent / "rnnviz"  # the console script that make installs into .venv
@@ -97,17 +101,42 @@ def test_sample_top_p_reaches_the_engine(elsewhere, capsys):
         (["sample", "missing.pt"], "error:"),
         (["sample", "lstm-python-stdlib.pt", "--top-p", "0"], "argument --top-p: 0 is not in (0, 1]"),
         (["models", "evaluate", "missing.pt"], "error:"),
+        (["inspect", "lstm-python-stdlib.pt", "--text", "snowman.txt"], "Or pass --drop-unknown"),
         (["no-such-command"], "unknown command 'no-such-command'"),
     ],
     ids=["missing corpus", "binary corpus", "unknown preset", "missing checkpoint", "top-p 0",
-         "evaluate missing", "unknown command"],
+         "evaluate missing", "inspect unknown characters", "unknown command"],
 )
 def test_bad_input_exits_2_with_words_and_no_traceback(elsewhere, args, message):
     (elsewhere / "binary.dat").write_bytes(bytes(range(256)) * 4)
+    (elsewhere / "snowman.txt").write_text("def f(☃): pass\n", encoding="utf-8")
     run = _run([RNNVIZ, *args], cwd=elsewhere)
     assert run.returncode == 2
     assert message in run.stderr
     assert "Traceback" not in run.stderr + run.stdout
+
+
+def test_inspect_writes_every_characters_surprisal_and_guesses_as_csv_and_the_strip_as_html(elsewhere, capsys,
+                                                                                             monkeypatch):
+    text = 'def add(a, b):\n    """Add <b>two</b> numbers."""\n    return a + b\n'
+    (elsewhere / "add.py").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(elsewhere)
+    assert inspect_main(["lstm-python-stdlib.pt", "--text", "add.py", "--top", "3"]) == 0
+    checkpoint = load_checkpoint(MODELS_DIR / "lstm-python-stdlib.pt")
+    found = predictions(checkpoint.model, checkpoint.vocab.encode(text), 3)
+    assert f"mean surprisal {found.loss():.4f} nats/char" in capsys.readouterr().out
+    with (elsewhere / "add-surprisal.csv").open(encoding="utf-8") as rows:
+        table = list(csv.DictReader(rows))
+    assert len(table) == len(text) and table[0]["surprisal_nats"] == ""
+    for t in (1, 20, len(text) - 1):
+        row = table[t]
+        assert row["character"] == describe_char(text[t]) and int(row["rank"]) == found.rank[t]
+        assert float(row["surprisal_nats"]) == pytest.approx(found.surprisal[t], abs=1e-6)
+        assert row["guess_1"] == describe_char(checkpoint.vocab.chars[found.guess_ids[t, 0]])
+        assert float(row["p_3"]) == pytest.approx(found.guess_probs[t, 2], abs=1e-6)
+    page = (elsewhere / "add-surprisal.html").read_text(encoding="utf-8")
+    assert ">&lt;</span>" in page and "<b>" not in page  # the text's "<b>" is shown, character by character
+    assert page.count("surprisal ") >= len(text) - 1  # a tooltip per predicted character
 
 
 def test_python_dash_m_rnnviz_is_the_same_command(elsewhere):

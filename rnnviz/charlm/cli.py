@@ -1,4 +1,4 @@
-"""The character-model command line: ``rnnviz train``, ``rnnviz sample`` and ``rnnviz models``.
+"""The character-model command line: ``rnnviz train``, ``rnnviz sample``, ``rnnviz inspect`` and ``rnnviz models``.
 
 Each ``*_main(argv)`` parses its own options and returns the exit code: 0 when done, 2 for bad input (said
 in one line, no traceback), 130 when training was interrupted and its checkpoint saved. Paths are taken
@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError, load_corpus
+from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError, UnknownCharactersError, load_corpus
 from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET
 from rnnviz.charlm.pretrained import MAX_BYTES, MODELS_DIR, compact_bytes, shipped_models, val_loss
 from rnnviz.charlm.sample import beam_search, generate
@@ -235,6 +235,95 @@ def sample_main(argv: list[str] | None = None, prog: str = "rnnviz sample") -> i
     except (CheckpointError, CorpusError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    return 0
+
+
+INSPECT_MAX_CHARS = 1_000_000  # a passage this long takes seconds on 2 cores; its CSV is tens of MB
+INSPECT_HTML_CHARS = 5_000  # each character is a column of six boxes: 5,000 make a page of about 3 MB
+
+
+def inspect_parser(prog: str = "rnnviz inspect") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Read a text with a character model: the surprisal −log p of every character and the model's top "
+                    "guesses for it, written as a CSV (every character) and an HTML page (the prediction strip, as on "
+                    "the Hidden-cell explorer).",
+        epilog=f"Example: {prog} lstm-python-stdlib.pt --text mymodule.py --out mymodule",
+    )
+    parser.add_argument("checkpoint", help="a .pt file written by rnnviz, or the name of a shipped model")
+    parser.add_argument("--text", required=True, metavar="FILE", help="the text to read (UTF-8)")
+    parser.add_argument("--out", metavar="PREFIX",
+                        help="write PREFIX.csv and PREFIX.html (default: the text file's name without its suffix, "
+                        "plus -surprisal, in the current folder)")
+    parser.add_argument("--top", type=_positive_int, default=5,
+                        help="guesses kept per character (default: %(default)s)")
+    parser.add_argument("--html-chars", type=_positive_int, default=INSPECT_HTML_CHARS, metavar="N",
+                        help="characters drawn in the HTML page, from the start (default: %(default)s; the CSV has "
+                        "all)")
+    parser.add_argument("--drop-unknown", action="store_true",
+                        help="leave out characters the model never saw instead of stopping with an error")
+    return parser
+
+
+def inspect_main(argv: list[str] | None = None, prog: str = "rnnviz inspect") -> int:
+    """Write the surprisal and guesses of every character of a text as CSV and HTML; 0 when done, 2 on bad input."""
+    import csv
+    import html
+    import math
+
+    from rnnviz.interpret.colortext import describe_char
+    from rnnviz.interpret.prediction_strip import legends_html, strip_html
+    from rnnviz.interpret.surprisal import predictions
+
+    args = inspect_parser(prog).parse_args(argv)
+    try:
+        checkpoint = load_checkpoint(_checkpoint_path(args.checkpoint))
+        try:
+            text = Path(args.text).read_text(encoding="utf-8").replace("\r\n", "\n")
+        except (OSError, UnicodeDecodeError) as err:
+            raise ValueError(f"cannot read {args.text} as UTF-8 text: {err}") from None
+        if args.drop_unknown:
+            known = set(checkpoint.vocab.chars)
+            text = "".join(c for c in text if c in known)
+        if len(text) > INSPECT_MAX_CHARS:
+            raise ValueError(f"{args.text} has {len(text):,} characters; inspect reads at most {INSPECT_MAX_CHARS:,}")
+        if len(text) < 2:
+            raise ValueError(f"{args.text} needs at least 2 characters the model knows: one to read, one to predict")
+        ids = checkpoint.vocab.encode(text)  # unknown characters: CorpusError naming them
+        found = predictions(checkpoint.model, ids, args.top)
+    except UnknownCharactersError as err:
+        print(f"error: {err} Or pass --drop-unknown to read the text without them.", file=sys.stderr)
+        return 2
+    except (CheckpointError, CorpusError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    prefix = Path(args.out) if args.out else Path(f"{Path(args.text).stem}-surprisal")
+    chars = checkpoint.vocab.chars
+    csv_path, html_path = prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".html")
+    with csv_path.open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(["position", "character", "surprisal_nats", "p", "rank"]
+                        + [f"{name}_{j + 1}" for j in range(found.guess_ids.shape[1]) for name in ("guess", "p")])
+        for t in range(found.length):
+            predicted = t > 0
+            row = [t, describe_char(text[t]), f"{found.surprisal[t]:.6f}" if predicted else "",
+                   f"{found.true_prob[t]:.6f}" if predicted else "", int(found.rank[t]) if predicted else ""]
+            for i, p in zip(found.guess_ids[t], found.guess_probs[t]):
+                row += [describe_char(chars[int(i)]), f"{p:.6f}"] if i >= 0 else ["", ""]
+            writer.writerow(row)
+    shown = min(args.html_chars, len(text))
+    loss = found.loss()
+    summary = (f"{found.length - 1:,} characters predicted: mean surprisal {loss:.4f} nats/char "
+               f"({loss / math.log(2):.3f} bits), top guess right for {found.top1_accuracy():.1%}")
+    title = f"{Path(args.text).name} read by {Path(args.checkpoint).name}"
+    html_path.write_text(
+        f"<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title>"
+        f'<body style="font-family:system-ui,sans-serif;max-width:1100px;margin:24px auto">'
+        f"<h1 style='font-size:20px'>{html.escape(title)}</h1><p>{html.escape(summary)}. Characters 0–{shown - 1:,}"
+        f" drawn; every character is in {html.escape(csv_path.name)}. Hover a column for its numbers.</p>"
+        + legends_html(found.surprisal[:shown]) + strip_html(text, found, chars, 0, shown) + "</body>",
+        encoding="utf-8")
+    print(f"{summary}\nwrote {csv_path} and {html_path}")
     return 0
 
 
