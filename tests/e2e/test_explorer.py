@@ -1,7 +1,11 @@
 """The hidden-cell explorer in a real browser: it loads on the shipped Python model, a ranked cell's button
 recolours the text, and a hostile text shows as literal characters without running anything."""
 
-from tests.e2e.harness import open_app_page, screenshot, wait_idle
+from playwright.sync_api import expect
+
+from tests.e2e.harness import ROOT, open_app_page, screenshot, screenshot_from, wait_idle
+
+DOCS = ROOT / "docs" / "screenshots"  # the README's pictures
 
 XSS = "<img src=x onerror=alert(1)><script>alert(2)</script>"
 FIRST_LOAD_MS = 180_000  # the first visit traces and ranks 10k characters twice (trained and random model)
@@ -57,3 +61,34 @@ def test_hostile_text_shows_as_literal_characters_and_raises_no_dialog(page, bas
     page.get_by_role("heading", name="1. Colour the text by one cell").evaluate("e => e.scrollIntoView()")
     wait_idle(page)
     screenshot(page, "hidden-cell-explorer-xss")
+
+
+def test_the_prediction_strip_and_a_click_on_the_states_path(page, base_url):
+    """The strip draws a column per character under its legends; a click on a point of the state's path makes it
+    the chosen character, and the page lists the states nearest to it. Writes the README's screenshots."""
+    open_app_page(page, base_url, "hidden-cell-explorer", timeout_ms=FIRST_LOAD_MS)
+    main = page.locator("[data-testid='stMain']")
+    main.get_by_role("heading", name="6. Where the model is sure, and where it is surprised").evaluate(
+        "e => e.scrollIntoView()")
+    strip = main.locator("[data-testid='stHtml']").filter(has_text="Top row: the character")
+    expect(strip).to_be_visible()
+    assert strip.locator("div[title^='position ']").count() == 200
+    wait_idle(page)
+    screenshot_from(page, "[data-testid='stCaptionContainer']", "Characters 0–199", DOCS / "prediction-strip.png",
+                    margin_px=70)
+    chosen = page.locator(".st-key-explorer_path_at input")
+    chosen.scroll_into_view_if_needed()
+    before = int(chosen.input_value())
+    chart = page.locator(".st-key-explorer_path_figure")
+    chart.scroll_into_view_if_needed()
+    points = chart.locator(".scatterlayer .trace").nth(1).locator(".points path")
+    expect(points.first).to_be_attached(timeout=60_000)
+    # the first character's point: far in the text from the default choice (the window's middle)
+    box = points.first.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(chosen).not_to_have_value(str(before), timeout=60_000)
+    wait_idle(page)
+    after = int(chosen.input_value())
+    expect(main.get_by_text(f"Position {after:,} and the states nearest to it", exact=False)).to_be_visible()
+    expect(main.locator("[data-testid='stHtml']").filter(has_text=f"chosen, {after:,}")).to_be_attached()
+    assert no_exception(page)
