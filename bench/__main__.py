@@ -38,6 +38,7 @@ BENCHMARKS = [
     "hidden_state_page",
     "sample_speed",
     "run_save",
+    "explorer_readings",
     "soak",
     "ngram_fit",
 ]
