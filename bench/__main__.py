@@ -41,6 +41,7 @@ BENCHMARKS = [
     "explorer_readings",
     "soak",
     "ngram_fit",
+    "connectivity_speed",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

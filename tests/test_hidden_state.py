@@ -433,3 +433,64 @@ def test_the_connectivity_section_shows_each_models_gradient_norms_and_reach(shi
     assert transformer.first_read == t + 1 - context
     assert f"nothing before its context (from s = {t + 1 - context})" in text
     assert at.query_params["ct"] == str(t)
+
+
+def test_the_mean_connectivity_figure_draws_the_engines_mean_per_model_and_leaves_out_zeros():
+    """One line per model in its kind's colour, at the engine's mean for each d; the Transformer's exact 0 beyond its
+    context is left out of the log axis; the legend sits below the plot."""
+    from rnnviz.figures.hidden_state import MODEL_COLOURS, mean_connectivity_figure
+    from rnnviz.interpret.connectivity import mean_connectivity
+
+    ids = torch.randint(0, 11, (30,), generator=torch.Generator().manual_seed(2))
+    lstm, gpt = small("lstm").double(), small("transformer", block_size=6).double()
+    results = {"LSTM": mean_connectivity(lstm, ids, max_distance=9), "Transformer": mean_connectivity(gpt, ids,
+                                                                                                      max_distance=9)}
+    figure = mean_connectivity_figure(results, {"LSTM": "lstm", "Transformer": "transformer"})
+    lines = {trace.name: trace for trace in figure.data}
+    np.testing.assert_allclose(lines["LSTM"].y, results["LSTM"].mean())
+    assert list(lines["LSTM"].x) == list(range(10))
+    assert list(lines["Transformer"].x) == list(range(6))  # d ≥ 6 is outside a context of 6: exactly 0
+    np.testing.assert_allclose(lines["Transformer"].y, results["Transformer"].mean()[:6])
+    np.testing.assert_allclose(lines["Transformer"].customdata, results["Transformer"].median()[:6])
+    assert lines["LSTM"].line.color == MODEL_COLOURS["lstm"]
+    assert lines["Transformer"].line.color == MODEL_COLOURS["transformer"]
+    assert figure.layout.yaxis.type == "log" and figure.layout.legend.orientation == "h"
+    assert figure.layout.legend.y < 0
+
+
+def test_the_passage_connectivity_prints_the_engines_shares_for_the_shipped_models(shipped):
+    """After the click, the sentence under the curves quotes mean_connectivity of each shipped model over the
+    held-out passage at 20 back, and its reach; what it says of the RNN against the LSTM follows those numbers."""
+    from rnnviz.interpret.connectivity import mean_connectivity
+    from rnnviz.ui.hidden_state.connectivity import (
+        DISTANCE,
+        EVERY,
+        MAX_DISTANCE,
+        SHARE,
+        passage,
+        passage_caption,
+        percent,
+    )
+
+    text = passage()
+    results = {name: mean_connectivity(c.model, c.vocab.encode(text), max_distance=MAX_DISTANCE, every=EVERY)
+               for name, c in shipped.items()}
+    at = open_page(PAGE, timeout=180)
+    assert not at.exception
+    at.button(key="hidden_state_passage_button").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = page_text(at)
+    rnn = results["RNN"].at(DISTANCE)
+    assert f"At {DISTANCE} characters back, the RNN's prediction keeps on average {percent(rnn)}" in shown
+    for name in ("LSTM", "minGRU", "Transformer"):
+        assert f"the {name}'s {percent(results[name].at(DISTANCE))}" in shown
+    reaches = ", ".join(f"{name} {results[name].reach(SHARE)}" for name in SLOTS)
+    assert f"still at least {SHARE:.0%}: {reaches} characters" in shown
+    assert passage_caption(results) in shown
+    lstm = results["LSTM"].at(DISTANCE)
+    if rnn >= lstm:  # the measurement does not show the RNN shorter: the page must not claim it is
+        assert "fades faster than the LSTM's" not in shown
+        assert "opposite of the usual picture" in shown or "does not measurably fade faster" in shown
+    context = shipped["Transformer"].model.block_size
+    assert results["Transformer"].mean()[context:].max() == 0
+    assert f"The Transformer's line stops at d = {context - 1}" in shown

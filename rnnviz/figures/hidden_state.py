@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from rnnviz.figures import FADED, ON_LIGHT, PALETTE, house_style
 from rnnviz.interpret.colortext import visible_char
-from rnnviz.interpret.connectivity import Connectivity
+from rnnviz.interpret.connectivity import Connectivity, MeanConnectivity
 from rnnviz.interpret.hidden_state import Carried, ProbeCurve
 
 MODEL_COLOURS = {"rnn": PALETTE["input"], "lstm": PALETTE["hidden"], "gru": PALETTE["weight"],
@@ -262,3 +262,28 @@ def connectivity_rows(results: dict[str, Connectivity], text: str) -> str:
     # Wrapped, not scrolled: on a phone the end of the sentence, next to t, is where the colour is.
     return ("<div style='font-family:ui-monospace,Menlo,Consolas,monospace;font-size:15px;line-height:1.7;"
             "white-space:pre-wrap;word-break:break-all'>" + "".join(rows) + "</div>")
+
+
+def mean_connectivity_figure(results: dict[str, MeanConnectivity], kinds: dict[str, str],
+                             share: float = 0.01) -> go.Figure:
+    """Mean relative connectivity against distance over a passage, one line per model: at each d = t − s, the
+    mean over the predictions of ‖∂ log p(x_{t+1}) / ∂ x_s‖ relative to that prediction's largest (log scale; a
+    point is left out where the mean is exactly 0, beyond a Transformer's context); dashed, ``share``."""
+    fig = go.Figure()
+    for name, result in results.items():
+        mean, median = result.mean(), result.median()
+        keep = mean > 0  # False for NaN too
+        fig.add_trace(go.Scatter(x=result.distances[keep], y=mean[keep], mode="lines", name=name,
+                                 line=dict(color=MODEL_COLOURS.get(kinds.get(name, ""), PALETTE["theory"]), width=2.5),
+                                 customdata=median[keep],
+                                 hovertemplate=f"{name}: %{{x}} characters back, mean %{{y:.3g}} of its largest "
+                                               "(median %{customdata:.3g})<extra></extra>"))
+    farthest = max((int(result.distances[-1]) for result in results.values()), default=0)
+    fig.add_trace(go.Scatter(x=[0, farthest], y=[share, share], mode="lines", name=f"{share:.0%} of the largest",
+                             line=dict(color=PALETTE["theory"], dash="dash", width=1.5), hoverinfo="skip"))
+    fig.update_xaxes(title_text="d = t − s: characters back from the prediction")
+    fig.update_yaxes(title_text="mean relative ‖∂ log p / ∂ x_s‖ (log scale)", type="log", exponentformat="power",
+                     dtick=1)
+    # The legend below the plot: at its right it takes most of a phone's width.
+    fig.update_layout(legend=dict(orientation="h", y=-0.25, yanchor="top", x=0, xanchor="left"))
+    return house_style(fig, height=440)

@@ -1,19 +1,31 @@
 """The hidden-state page's connectivity section: for the prediction after character t, how much it depends on each
-earlier character, per model (rnnviz.interpret.connectivity; Madsen, Distill 2019)."""
+earlier character, per model (rnnviz.interpret.connectivity; Madsen, Distill 2019); then the same averaged over the
+predictions of a held-out passage, against the distance d = t − s, behind a button (a few seconds per model, once
+per process for the shipped models)."""
 
 from __future__ import annotations
 
 import streamlit as st
+import torch
 
+from rnnviz.charlm.corpus import CorpusError, UnknownCharactersError
 from rnnviz.figures import hidden_state as fig
-from rnnviz.interpret.connectivity import Connectivity, connectivity
-from rnnviz.ui.hidden_state.sections import SENTENCE_CHARS, Slot, page_key, sentence, slot_value
+from rnnviz.interpret.connectivity import Connectivity, MeanConnectivity, connectivity, mean_connectivity
+from rnnviz.ui.hidden_state.sections import SENTENCE_CHARS, SOURCE_LABELS, Slot, page_key, sentence, slot_value
+from rnnviz.ui.kit.corpora import builtin_corpus
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_int_in
+from rnnviz.ui.kit.models import held_out_text
 from rnnviz.ui.kit.widgets import literal, plot
 
 PREDICTION = page_key("connectivity_t")
 PREDICTION_LINK = LinkParam("ct", PREDICTION, parse_int_in(0, SENTENCE_CHARS - 1), example="30")
 SHARE = 0.01  # "still depends on it": at least 1% of the largest norm
+PASSAGE_RUN = page_key("passage_run")  # this session asked for the passage curves
+CORPUS = "english-docs"  # what the shipped models of the page were trained on
+PASSAGE_CHARS = 500  # held-out characters read
+MAX_DISTANCE = 80  # d = 0 … 80: past the shipped Transformer's context of 64
+EVERY = 4  # every 4th prediction from t = MAX_DISTANCE on: about 105 of them
+DISTANCE = 20  # the distance the sentence under the curves quotes
 
 
 def choose_prediction(n: int, text: str) -> int:
@@ -38,8 +50,15 @@ def reach_caption(results: dict[str, Connectivity]) -> str:
             "this t only: a model that needs no long context here may still keep one elsewhere.")
 
 
-@st.fragment
 def draw_connectivity(slot_list: list[Slot]) -> None:
+    """The connectivity section: one prediction of the sentence, then the mean over a held-out passage; each a
+    fragment of its own, so moving t does not redraw the passage's curves."""
+    draw_sentence_connectivity(slot_list)
+    draw_passage_connectivity(slot_list)
+
+
+@st.fragment
+def draw_sentence_connectivity(slot_list: list[Slot]) -> None:
     """Connectivity of one prediction for every model that reads the sentence; a change of t reruns this only."""
     st.subheader("How far back each one looks: connectivity")
     st.markdown(
@@ -73,3 +92,109 @@ def draw_connectivity(slot_list: list[Slot]) -> None:
     plot(fig.connectivity_figure(results, {s.name: s.model.config.kind for s in readable}, SHARE),
          key=page_key("connectivity"))
     st.caption(reach_caption(results))
+
+
+def passage() -> str:
+    """PASSAGE_CHARS of the held-out split of CORPUS, which none of the shipped models trained on ("" if this
+    server lacks it)."""
+    try:
+        return held_out_text(builtin_corpus(CORPUS), PASSAGE_CHARS)
+    except CorpusError:
+        return ""
+
+
+def _passage_readers(slot_list: list[Slot], text: str) -> tuple[list[tuple[Slot, torch.Tensor]], list[str]]:
+    """(slots whose vocabulary reads ``text``, with its ids), and a sentence for each that cannot."""
+    usable, left_out = [], []
+    for slot in slot_list:
+        try:
+            usable.append((slot, slot.vocab.encode(text)))
+        except UnknownCharactersError as err:
+            shown = ", ".join(repr(c) for c in err.chars[:8])
+            left_out.append(f"The {slot.name} ({SOURCE_LABELS[slot.candidate.origin]}) is left out: its vocabulary "
+                            f"lacks {literal(shown)} of the held-out {CORPUS} passage.")
+    return usable, left_out
+
+
+def _mean_connectivity(model, ids: torch.Tensor) -> MeanConnectivity:
+    return mean_connectivity(model, ids, max_distance=MAX_DISTANCE, every=EVERY)
+
+
+def percent(value: float) -> str:
+    """A share as the page prints it: 42%, 3.5%, 0.36%."""
+    return f"{100 * value:.0f}%" if value >= 0.1 else f"{100 * value:.2g}%"
+
+
+def passage_caption(results: dict[str, MeanConnectivity], distance: int = DISTANCE, share: float = SHARE) -> str:
+    """What the curves say at ``distance``, in words, and how the RNN compares with the LSTM: only what the
+    numbers show (a difference under two standard errors is called no difference)."""
+    names = list(results)
+    kept = [f"the {name}'s {percent(results[name].at(distance))}" for name in names[1:]]
+    others = "".join(f", {part}" for part in kept[:-1]) + (f" and {kept[-1]}" if kept else "")
+    count = len(results[names[0]].targets)
+    reaches = ", ".join(f"{name} {results[name].reach(share)}" for name in names)
+    lines = [f"At {distance} characters back, the {names[0]}'s prediction keeps on average "
+             f"{percent(results[names[0]].at(distance))} of its largest dependence{others} (over {count} "
+             "predictions).",
+             f"The farthest d at which the mean is still at least {share:.0%}: {reaches} characters."]
+    if "RNN" in results and "LSTM" in results:
+        lines.append(_rnn_against_lstm(results["RNN"], results["LSTM"], distance))
+    transformer = results.get("Transformer")
+    if transformer is not None and int(transformer.first_read.max()) > 0:
+        context = int(transformer.targets[0] - transformer.first_read[0] + 1)
+        if context <= transformer.distances[-1]:
+            lines.append(f"The Transformer's line stops at d = {context - 1}: nothing {context} or more characters "
+                         "back is in its context, and its dependence on it is exactly 0.")
+    return " ".join(lines)
+
+
+def _rnn_against_lstm(rnn: MeanConnectivity, lstm: MeanConnectivity, distance: int) -> str:
+    a, b = rnn.at(distance), lstm.at(distance)
+    error = float((rnn.standard_error()[distance] ** 2 + lstm.standard_error()[distance] ** 2) ** 0.5)
+    both = f"{percent(a)} against {percent(b)}; two standard errors of the difference: {percent(2 * error)}"
+    if b - a > 2 * error:
+        return (f"So on this passage the RNN's dependence fades faster than the LSTM's ({both}), as the one path "
+                "back through W_hh predicts.")
+    if a - b > 2 * error:
+        return (f"So on this passage the measurement shows the opposite of the usual picture: at {distance} back the "
+                f"RNN keeps more of its dependence than the LSTM ({both}). A cell path lets an LSTM keep a long "
+                "dependence; it does not make this one use more of it here.")
+    return (f"The RNN and the LSTM are not told apart at {distance} back ({both}): on this passage the RNN's "
+            "dependence does not measurably fade faster.")
+
+
+@st.fragment
+def draw_passage_connectivity(slot_list: list[Slot]) -> None:
+    """The mean relative connectivity against d over a held-out passage, per model; computed on a click."""
+    st.markdown("**Over a held-out passage.** One sentence and one t is one sample. Below, the same for every "
+                f"{EVERY}th prediction of {PASSAGE_CHARS} held-out characters of {CORPUS} (from t = "
+                f"{MAX_DISTANCE} on), each read from its start: each prediction's norms divided by its own "
+                "largest, then averaged, at each distance d = t − s.")
+    text = passage()
+    if not text:
+        st.info(f"This server lacks the {CORPUS} corpus that the passage is taken from.", icon=":material/info:")
+        return
+    usable, left_out = _passage_readers(slot_list, text)
+    for line in left_out:
+        st.warning(line, icon=":material/block:")
+    for slot, _ in usable:
+        if slot.candidate.corpus != CORPUS:
+            st.caption(f"The {slot.name} was trained on {literal(slot.candidate.corpus)}: this passage is text it "
+                       "did not learn from.")
+    if st.button("Measure over the passage", icon=":material/play_arrow:", key=page_key("passage_button"),
+                 disabled=not usable):
+        st.session_state[PASSAGE_RUN] = True
+    if not st.session_state.get(PASSAGE_RUN) or not usable:
+        st.caption("A few seconds per model on a busy machine; for the shipped models it is computed once and "
+                   "shared by everyone on this server.")
+        return
+    bar = st.progress(0.0, text="Measuring the connectivity of every prediction…")
+    results = {}
+    for i, (slot, ids) in enumerate(usable):
+        bar.progress(i / len(usable), text=f"Measuring the {slot.name}'s predictions…")
+        results[slot.name] = slot_value(_mean_connectivity, [slot], slot.model, ids,
+                                        key=("mean connectivity", text, MAX_DISTANCE, EVERY))
+    bar.empty()
+    plot(fig.mean_connectivity_figure(results, {s.name: s.model.config.kind for s, _ in usable}, SHARE),
+         key=page_key("passage_connectivity"))
+    st.caption(passage_caption(results))
