@@ -465,6 +465,7 @@ def test_the_passage_connectivity_prints_the_engines_shares_for_the_shipped_mode
     from rnnviz.ui.hidden_state.connectivity import (
         DISTANCE,
         EVERY,
+        FAR,
         MAX_DISTANCE,
         SHARE,
         passage,
@@ -487,6 +488,10 @@ def test_the_passage_connectivity_prints_the_engines_shares_for_the_shipped_mode
     reaches = ", ".join(f"{name} {results[name].reach(SHARE)}" for name in SLOTS)
     assert f"still at least {SHARE:.0%}: {reaches} characters" in shown
     assert passage_caption(results) in shown
+    # further back: each one's mean factor per character from DISTANCE to FAR characters back
+    for name in ("RNN", "LSTM"):
+        factor = (results[name].at(FAR) / results[name].at(DISTANCE)) ** (1 / (FAR - DISTANCE))
+        assert f"{factor:.2f}" in shown
     lstm = results["LSTM"].at(DISTANCE)
     if rnn >= lstm:  # the measurement does not show the RNN shorter: the page must not claim it is
         assert "fades faster than the LSTM's" not in shown

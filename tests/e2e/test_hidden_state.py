@@ -97,3 +97,22 @@ def test_click_a_character_to_see_who_attends_to_it(page, base_url):
     wait_idle(page, timeout_ms=60_000)
     expect(main.locator("[data-testid='stAlertContentError']")).to_have_count(0)
     assert no_exception(page)
+
+
+def test_connectivity_over_a_held_out_passage_draws_a_line_per_model_and_says_what_it_shows(page, base_url):
+    """The button measures every 4th prediction of the passage for the four shipped models: one line each, and the
+    sentence under them. Writes docs/screenshots/connectivity.png for the README."""
+    open_app_page(page, base_url, "hidden-state", timeout_ms=FIRST_LOAD_MS)
+    main = page.locator("[data-testid='stMain']")
+    button = main.get_by_role("button", name="Measure over the passage")
+    button.scroll_into_view_if_needed()
+    button.click()
+    caption = main.get_by_text("characters back, the RNN's prediction keeps on average", exact=False)
+    expect(caption).to_be_visible(timeout=240_000)
+    wait_idle(page)
+    chart = page.locator(".st-key-hidden_state_passage_connectivity")
+    for name in ("RNN", "LSTM", "minGRU", "Transformer"):
+        expect(chart.locator(".legendtext", has_text=name)).to_have_count(1)
+    assert no_exception(page)
+    screenshot_from(page, "[data-testid='stMarkdownContainer'] p", "Over a held-out passage.",
+                    DOCS / "connectivity.png", margin_px=70)

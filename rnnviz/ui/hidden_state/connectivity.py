@@ -26,6 +26,7 @@ PASSAGE_CHARS = 500  # held-out characters read
 MAX_DISTANCE = 80  # d = 0 … 80: past the shipped Transformer's context of 64
 EVERY = 4  # every 4th prediction from t = MAX_DISTANCE on: about 105 of them
 DISTANCE = 20  # the distance the sentence under the curves quotes
+FAR = 60  # and the far end it compares the RNN's and the LSTM's tails at (inside the Transformer's context)
 
 
 def choose_prediction(n: int, text: str) -> int:
@@ -139,13 +140,14 @@ def passage_caption(results: dict[str, MeanConnectivity], distance: int = DISTAN
              f"The farthest d at which the mean is still at least {share:.0%}: {reaches} characters."]
     if "RNN" in results and "LSTM" in results:
         lines.append(_rnn_against_lstm(results["RNN"], results["LSTM"], distance))
+        lines.append(_tails(results["RNN"], results["LSTM"], distance, FAR))
     transformer = results.get("Transformer")
     if transformer is not None and int(transformer.first_read.max()) > 0:
         context = int(transformer.targets[0] - transformer.first_read[0] + 1)
         if context <= transformer.distances[-1]:
             lines.append(f"The Transformer's line stops at d = {context - 1}: nothing {context} or more characters "
                          "back is in its context, and its dependence on it is exactly 0.")
-    return " ".join(lines)
+    return " ".join(line for line in lines if line)
 
 
 def _rnn_against_lstm(rnn: MeanConnectivity, lstm: MeanConnectivity, distance: int) -> str:
@@ -161,6 +163,30 @@ def _rnn_against_lstm(rnn: MeanConnectivity, lstm: MeanConnectivity, distance: i
                 "dependence; it does not make this one use more of it here.")
     return (f"The RNN and the LSTM are not told apart at {distance} back ({both}): on this passage the RNN's "
             "dependence does not measurably fade faster.")
+
+
+def _tails(rnn: MeanConnectivity, lstm: MeanConnectivity, near: int, far: int) -> str:
+    """How each one's dependence falls from ``near`` to ``far`` characters back: the mean factor per character."""
+    if far > rnn.distances[-1] or far > lstm.distances[-1]:
+        return ""
+
+    def per_step(result: MeanConnectivity) -> float:
+        a, b = result.at(near), result.at(far)
+        return (b / a) ** (1 / (far - near)) if a > 0 and b > 0 else 0.0
+
+    r, c = per_step(rnn), per_step(lstm)
+    if not (r > 0 and c > 0):
+        return ""
+    if r < c:
+        trend = (f"Further back the RNN's falls faster: from {near} to {far} characters back it shrinks by a factor "
+                 f"of {r:.2f} per character (a straight line on the log axis, as (W_hhᵀ diag(tanh′))ᵏ predicts), the "
+                 f"LSTM's by {c:.2f}, so at {far} back the RNN keeps {percent(rnn.at(far))} and the LSTM "
+                 f"{percent(lstm.at(far))}.")
+    else:
+        trend = (f"Further back, too, the RNN's does not fall faster: from {near} to {far} characters back it shrinks "
+                 f"by a factor of {r:.2f} per character, the LSTM's by {c:.2f} ({percent(rnn.at(far))} against "
+                 f"{percent(lstm.at(far))} at {far} back).")
+    return trend
 
 
 @st.fragment
