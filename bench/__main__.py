@@ -42,6 +42,7 @@ BENCHMARKS = [
     "soak",
     "ngram_fit",
     "connectivity_speed",
+    "seq2seq",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

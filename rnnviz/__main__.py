@@ -25,6 +25,7 @@ COMMANDS = {
     "models": ("rnnviz.charlm.cli", "models_main", "list the shipped models; evaluate or compact a checkpoint"),
     "experiments": ("rnnviz.experiments.__main__", "main", "memory experiments: delayed copy, conditioning, cost"),
     "captioning": ("rnnviz.captioning.__main__", "main", "image captioning: train both joins, caption a scene, CHAIR"),
+    "seq2seq": ("rnnviz.seq2seq.__main__", "main", "sequence to sequence: fixed context against attention (reversal)"),
 }
 
 

@@ -35,6 +35,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from rnnviz.captioning import world
+from rnnviz.core import beam as core_beam
+from rnnviz.core.beam import BeamNode  # noqa: F401 (re-exported: the page and figures read M.BeamNode)
 from rnnviz.core.recurrent import make_recurrent
 
 PAD, START, END = "<PAD>", "<START>", "<END>"
@@ -347,17 +349,6 @@ class Beam:
         return decode(self.ids)
 
 
-@dataclass(frozen=True)
-class BeamNode:
-    """A node of the beam tree: step t, the word, its parent's index at step t−1, the total log-prob."""
-
-    t: int
-    word: int
-    parent: int  # index into the previous step's nodes (−1: <START>)
-    logprob: float
-    kept: bool  # still among the beams at the end (on a path to a returned beam)
-
-
 @torch.no_grad()
 def beam_search(model: Captioner, image: Tensor, width: int = 3, max_len: int = MAX_LEN):
     """The ``width`` best captions of one image (1, 3, 48, 48), best first, and the beam tree.
@@ -365,63 +356,24 @@ def beam_search(model: Captioner, image: Tensor, width: int = 3, max_len: int = 
     At each step every live beam is extended by every word and scored by its total log-probability
     Σ log p(w_{t+1} | w_{≤t}, v); the best ``width`` candidates survive. A candidate that ends in <END> is
     finished and leaves the search; the search stops when no live beam is left or at ``max_len`` words.
-    Width 1 is greedy decoding. Returns (beams, tree), tree[t] the nodes alive after step t."""
+    Width 1 is greedy decoding. Returns (beams, tree), tree[t] the nodes alive after step t
+    (the loop is rnnviz.core.beam's, shared with the sequence-to-sequence decoders)."""
     if not 1 <= width <= 10:
         raise ValueError(f"The beam width is 1 to 10, not {width}")
     model.eval()
     v = model.encode(image)  # (1, v_dim)
-    state = model.initial_state(v)
-    live_ids: list[tuple[int, ...]] = [()]
-    live_scores = torch.zeros(1, dtype=torch.float64)
-    live_nodes = [-1]
-    words = torch.tensor([START_ID])
-    finished: list[tuple[tuple[int, ...], float, int, int]] = []  # (ids, score, t, node)
-    tree: list[list[BeamNode]] = []
-    for t in range(max_len):
-        n_live = len(live_ids)
-        log_p, state = model.step(words, state, v.expand(n_live, -1))  # (B, V)
-        cand = (live_scores[:, None] + log_p.double()).flatten()  # (B·V,)
-        k = min(width - len(finished), cand.numel())
-        scores, flat = torch.topk(cand, k)
-        rows, ws = (flat // log_p.size(1)).tolist(), (flat % log_p.size(1)).tolist()
-        nodes = []
-        keep_rows, keep_ids, keep_scores, keep_nodes = [], [], [], []
-        for r, w, s in zip(rows, ws, scores.tolist()):
-            nodes.append(BeamNode(t, w, live_nodes[r], s, False))
-            ids = live_ids[r] + (w,)
-            if w == END_ID:
-                finished.append((ids, s, t, len(nodes) - 1))
-            else:
-                keep_rows.append(r)
-                keep_ids.append(ids)
-                keep_scores.append(s)
-                keep_nodes.append(len(nodes) - 1)
-        tree.append(nodes)
-        if not keep_ids or len(finished) >= width:
-            break
-        sel = torch.tensor(keep_rows)
-        state = (state[0][:, sel], state[1][:, sel])
-        live_ids, live_scores, live_nodes = keep_ids, torch.tensor(keep_scores, dtype=torch.float64), keep_nodes
-        words = torch.tensor([i[-1] for i in keep_ids])
-    else:
-        t = max_len - 1
-    ends = [(ids, s, tt, node) for ids, s, tt, node in finished]
-    if len(ends) < width and keep_ids:  # the length cap cut the search: the live beams count too
-        ends += [(ids, s, len(tree) - 1, node) for ids, s, node in zip(keep_ids, keep_scores, keep_nodes)]
-    ends.sort(key=lambda e: -e[1])
-    ends = ends[:width]
-    beams = [Beam(ids, s, ids[-1] == END_ID) for ids, s, _, _ in ends]
-    tree = _mark_paths(tree, [(tt, node) for _, _, tt, node in ends])
-    return beams, tree
+
+    def step(words: Tensor, state):
+        return model.step(words, state, v.expand(words.size(0), -1))
+
+    def select(state, rows: Tensor):
+        return state[0][:, rows], state[1][:, rows]
+
+    found, tree = core_beam.beam_search(step, model.initial_state(v), select, START_ID, END_ID, width, max_len)
+    return [Beam(b.ids, b.logprob, b.finished) for b in found], tree
 
 
-def _mark_paths(tree: list[list[BeamNode]], leaves: list[tuple[int, int]]) -> list[list[BeamNode]]:
-    keep = set()
-    for t, node in leaves:
-        while t >= 0 and node >= 0:
-            keep.add((t, node))
-            node, t = tree[t][node].parent, t - 1
-    return [[replace(n, kept=(t, i) in keep) for i, n in enumerate(nodes)] for t, nodes in enumerate(tree)]
+_mark_paths = core_beam.mark_paths
 
 
 @torch.no_grad()

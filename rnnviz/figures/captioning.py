@@ -63,7 +63,7 @@ def topk_figure(words: list[str], probs: list[float], chosen: str, t: int) -> go
     return fig
 
 
-def beam_tree_figure(tree, vocab: tuple[str, ...]) -> go.Figure:
+def beam_tree_figure(tree, vocab: tuple[str, ...], step_label: str = "word t", step_symbol: str = "t") -> go.Figure:
     """The beam tree: one column per word t (tree[t − 1]: w_0 is <START>), the surviving candidates ranked by total
     log-prob; the paths to the returned beams drawn green and labelled (above and below in turn), pruned branches
     grey (hover)."""
@@ -85,10 +85,10 @@ def beam_tree_figure(tree, vocab: tuple[str, ...]) -> go.Figure:
             textposition=["top center" if t % 2 else "bottom center" for t, _, _ in pts],
             marker=dict(color=CHOSEN if kept else "#9a9a9a", size=9 if kept else 7),
             textfont=dict(size=13, color="#1a6e1a"), showlegend=False, hoverinfo="text",
-            hovertext=[f"t = {t}: {vocab[n.word]}<br>total log p = {n.logprob:.3f}" for t, _, n in pts]))
+            hovertext=[f"{step_symbol} = {t}: {vocab[n.word]}<br>total log p = {n.logprob:.3f}" for t, _, n in pts]))
     width = max((len(n) for n in tree), default=1)
     fig.update_layout(title=dict(text="Beam tree (green: returned; grey: pruned)", font=FONT),
-                      xaxis=dict(title="word t", dtick=2, tick0=1), yaxis=dict(title="rank", autorange="reversed",
+                      xaxis=dict(title=step_label, dtick=2, tick0=1), yaxis=dict(title="rank", autorange="reversed",
                                                                              range=[width - 0.4, -0.6], dtick=1),
                       height=200 + 55 * width, margin=dict(l=10, r=10, t=50, b=40), font=FONT)
     return fig

@@ -35,7 +35,7 @@ SHAPES: tuple[ProblemShape, ...] = (
     ProblemShape(
         "many-to-many (unaligned)", 6, (0, 1, 2), (3, 4, 5),
         "An encoder reads the whole input before a decoder writes, as in machine translation.",
-        ("memory-experiments",),
+        ("sequence-to-sequence",),
     ),
     ProblemShape(
         "many-to-many (aligned)", 4, (0, 1, 2, 3), (0, 1, 2, 3),

@@ -81,6 +81,10 @@ PAGES: tuple[PageSpec, ...] = (
              ":material/science:", chapter="Beyond",
              summary="An RNN against an LSTM on delayed copy, a conditioning vector at every step or only at the "
                      "start, and what a long sequence costs."),
+    PageSpec("app_pages/sequence_to_sequence.py", "Sequence to sequence", "sequence-to-sequence", "Beyond",
+             ":material/swap_horiz:", chapter="Beyond",
+             summary="An encoder and a decoder: a fixed context fails as the input grows, attention holds, and its "
+                     "alignment shows where it looks."),
     # --- For teachers (not a lesson) ---
     PageSpec("app_pages/server_status.py", "Server status", "server-status", "For teachers",
              ":material/monitor_heart:"),
