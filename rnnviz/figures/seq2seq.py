@@ -37,7 +37,7 @@ def alignment_figure(attention: np.ndarray, source: str, output: str, step: int 
     fig.update_xaxes(title_text="input position j (what it reads)", type="category", tickangle=0,
                      tickmode="array", tickvals=_ticks(source), ticktext=list(source))  # the letters only: room
     fig.update_yaxes(title_text="output step i (what it writes)", type="category", autorange="reversed")
-    fig.update_layout(title="Where the attention model looks at each output step")
+    fig.update_layout(title="Where attention looks at each step")
     house_style(fig, height=min(140 + 22 * weights.shape[0], 760))
     return fig
 
@@ -73,7 +73,7 @@ def accuracy_figure(rows: Sequence[dict], train_max: int, metric: str = "exact")
         ))
     if lengths:
         fig.add_vrect(x0=min(lengths) - 0.5, x1=train_max + 0.5, fillcolor=PALETTE["muted"], opacity=0.25,
-                      line_width=0, annotation_text="lengths seen in training", annotation_position="top left")
+                      line_width=0, annotation_text="lengths seen in training", annotation_position="bottom left")
     what = "exact match (the whole output right)" if metric == "exact" else "characters right"
     fig.update_xaxes(title_text="input length (characters)", rangemode="tozero")
     fig.update_yaxes(title_text=what, range=[0, 1.05], tickformat=".0%")

@@ -150,7 +150,7 @@ def output_html(text: str, decodings: dict) -> str:
         rows.append((figures.JOIN_NAMES[join], letters(d.output), verdict))
     body = "".join(f'<tr><td style="padding:2px 12px 2px 0;white-space:nowrap">{name}</td>'
                    f'<td style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:16px;'
-                   f'word-break:break-all">{cells}</td><td style="padding-left:12px;white-space:nowrap">{verdict}'
+                   f'word-break:break-all">{cells}</td><td style="padding-left:12px">{verdict}'
                    f"</td></tr>" for name, cells, verdict in rows)
     return f'<table style="border-collapse:collapse;font-size:15px">{body}</table>'
 
@@ -223,7 +223,7 @@ def accuracy_section(pair: Pair) -> None:
     st.markdown(f"Both models on {EVAL_PER_LENGTH} held-out strings of each length (never seen in training; the "
                 f"same strings for both), greedy decoding. Lengths past {pair.config.train_max} were never trained "
                 "on. This is the curve of Cho et al. (2014) and Bahdanau et al. (2015, Figure 2): the fixed context "
-                "loses quality as the input grows, attention holds.")
+                "loses quality as the input grows, attention holds over the lengths it was trained on.")
     rows = shared_value(_accuracy, pair, key=(pair.key, "accuracy"))
     metric = st.radio("Measure", ["exact", "char"], horizontal=True, key=page_key("metric"),
                       format_func={"exact": "exact match", "char": "letters right"}.get)
