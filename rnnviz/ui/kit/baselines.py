@@ -16,6 +16,9 @@ from rnnviz.charlm.corpus import Corpus
 from rnnviz.interpret.ngram import WORD, NGramModels, fit_ngrams
 
 MAX_ORDER = 6
+# n-gram tables take about 21 bytes per training character (all six orders): an upload of 20 MB would hold 400 MB
+# in a shared server, so the counts stop at the first FIT_CHARS of the train split (every built-in corpus is shorter).
+FIT_CHARS = 2_000_000
 LINE_ORDERS = (3, 5)  # the baselines drawn on the loss curves: a weak one and a strong one
 
 _digests: dict[int, tuple[weakref.ref, str]] = {}
@@ -43,12 +46,13 @@ class Baselines:
     models: NGramModels
     val_loss: dict[int, float]  # n → the order-n model's loss on the val split, nats/char
     train_words: Counter  # how often each word occurs in the train split (the error breakdown's "rare words")
-    train_chars: int
+    train_chars: int  # the training characters counted: the train split, up to FIT_CHARS
 
 
-@st.cache_resource(show_spinner="Fitting n-gram baselines (n = 1…6) on the training text…", max_entries=8)
+@st.cache_resource(show_spinner="Fitting n-gram baselines (n = 1…6) on the training text…", max_entries=4)
 def _fitted(name: str, length: int, digest: str, _corpus: Corpus) -> Baselines:
     train, val = _corpus.split()
+    train = train[:FIT_CHARS]
     models = fit_ngrams(train, _corpus.vocab.size, MAX_ORDER)
     val_loss = {n: models.loss(val, n) for n in range(1, MAX_ORDER + 1)} if len(val) >= 2 else {}
     train_words = Counter(WORD.findall(_corpus.text[: len(train)]))
