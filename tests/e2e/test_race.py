@@ -16,12 +16,14 @@ RACE_TIMEOUT_S = 240  # two busy cores: each model's first 10 s of training, in 
 
 
 def race_traces(page) -> list[int]:
-    """Points drawn per curve of the race figure (SVG markers of each scatter trace), in legend order."""
+    """Points drawn per curve of the race figure (SVG markers of each scatter trace), in legend order; the dotted
+    n-gram lines' legend entry (a trace with no points, drawn in every state of the race) left out."""
     return page.evaluate("""() => {
         const charts = [...document.querySelectorAll('.js-plotly-plot')];
         const race = charts.find(c => (c.querySelector('.gtitle')?.textContent || '').startsWith('Val loss against'));
         if (!race) return [];
-        return [...race.querySelectorAll('.scatterlayer .trace')].map(t => t.querySelectorAll('.points path').length);
+        return [...race.querySelectorAll('.scatterlayer .trace')].map(t => t.querySelectorAll('.points path').length)
+            .filter(n => n > 0);
     }""")
 
 
