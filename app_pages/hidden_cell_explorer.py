@@ -17,7 +17,15 @@ from rnnviz.ui.explorer.choices import (
     ensure_feature,
 )
 from rnnviz.ui.explorer.readings import against_ngram, state_path, surprise
-from rnnviz.ui.explorer.sections import PRIME, colour_by_cell, find_cells, intervene, pattern_search, watch_emerge
+from rnnviz.ui.explorer.sections import (
+    PRIME,
+    colour_by_cell,
+    contents,
+    find_cells,
+    intervene,
+    pattern_search,
+    watch_emerge,
+)
 from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.kit.models import model_id
 from rnnviz.ui.kit.widgets import page_header, seed
@@ -46,6 +54,7 @@ feature_tracks = ex.tracks_for(passage, syntax)
 ensure_cell(cell_trace, rankings, ensure_feature(rankings, syntax, passage), passage, feature_tracks)
 with st.container(horizontal=True, horizontal_alignment="right"):
     share_link(LINK)
+contents()
 chosen, window_start, window_end = colour_by_cell(trace_key, cell_trace, model_source.vocab, passage, feature_tracks)
 top_cells = find_cells(trace_key, cell_trace, rankings, baseline, passage, feature_tracks)
 pattern_search(trace_key, cell_trace, passage, feature_tracks, chosen, window_start, window_end)

@@ -19,6 +19,7 @@ from rnnviz.interpret.ngram import BUCKETS, WORD, error_breakdown, fit_ngrams
 from rnnviz.interpret.surprisal import predictions
 from rnnviz.interpret.trajectory import nearest, project
 from rnnviz.ui.explorer.readings import BUCKET_LABELS
+from rnnviz.ui.explorer.sections import SECTIONS
 from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import numbers
@@ -131,3 +132,12 @@ def test_the_n_gram_section_prints_the_engines_losses_and_breakdown(opened, engi
         assert [int(bars[BUCKET_LABELS[b]]) for b in BUCKETS] == [expected[b] for b in BUCKETS]
         fixed = expected["long_range"] + expected["ngram_other"]
         assert f"It **fixes {fixed:,}** of the {order}-gram's errors" in page_text(at)
+
+
+def test_the_contents_line_links_every_sections_anchor(opened):
+    at = opened
+    line = next(m.value for m in at.markdown if m.value.startswith("**On this page:**"))
+    headers = {h.value: h.proto.anchor for h in at.header}
+    for anchor, (title, short) in SECTIONS.items():
+        assert f"[{title.split('.')[0]}. {short}](#{anchor})" in line
+        assert headers[title] == anchor

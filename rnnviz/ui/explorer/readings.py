@@ -24,7 +24,7 @@ from rnnviz.interpret.textfeatures import FEATURES
 from rnnviz.interpret.trajectory import nearest, project
 from rnnviz.ui.explorer import data as ex
 from rnnviz.ui.explorer.choices import FEATURE, page_key
-from rnnviz.ui.explorer.sections import context_html
+from rnnviz.ui.explorer.sections import context_html, section_header
 from rnnviz.ui.kit.baselines import MAX_ORDER, baselines, corpus_digest
 from rnnviz.ui.kit.cache import shared_value
 from rnnviz.ui.kit.models import corpus_of
@@ -79,7 +79,7 @@ def _predictions_table(text: str, found: Predictions, chars: str, start: int, en
 @st.fragment
 def surprise(trace_key: tuple, source, text: str) -> None:
     """Section 6: the prediction strip, the surprisal over the passage, and the most surprising characters."""
-    st.header("6. Where the model is sure, and where it is surprised")
+    section_header("surprise")
     found = ex.predictions_for(trace_key, source.model, source.vocab, text)
     chars = source.vocab.chars
     if found.length < 2:
@@ -139,7 +139,7 @@ def _breakdown(text: str, model_probs: np.ndarray, models, ids, order: int, trai
 def against_ngram(trace_key: tuple, source, text: str, syntax: str) -> None:
     """Section 7: n-gram models of the training text on the same passage, and Karpathy et al.'s breakdown of
     the characters where the model and an n-gram differ."""
-    st.header("7. Against an n-gram: what the recurrence adds")
+    section_header("ngram")
     corpus = corpus_of(source)
     if corpus is None:
         st.info("An n-gram baseline is counted on the model's training text, which this server does not have for "
@@ -226,7 +226,7 @@ def _path_figure(states: np.ndarray, text: str, track: np.ndarray, label: str, a
 def state_path(trace_key: tuple, trace, text: str, tracks: dict, start: int, end: int) -> None:
     """Section 8: the state over the colouring's window on its first two principal axes, coloured by a feature;
     a click (or the position box) picks a character and marks the states nearest to it in all units."""
-    st.header("8. The state's path through the text")
+    section_header("path")
     st.markdown(f"After each character the layer's state is a point in {trace.hidden} dimensions. Here are the "
                 f"states of characters {start:,}–{end - 1:,} (the window of section 1) on the two directions along "
                 "which they vary most (PCA), joined in reading order and coloured by a feature of the text. Click a "

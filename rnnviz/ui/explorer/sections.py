@@ -1,4 +1,5 @@
-"""The Hidden-cell explorer's five sections, each one function that draws it from the trace and the rankings."""
+"""The Hidden-cell explorer's first five sections (each one function that draws it from the trace and the rankings),
+and the anchors and contents line of all eight."""
 
 import html
 import re
@@ -42,6 +43,28 @@ from rnnviz.ui.explorer.choices import (
 from rnnviz.ui.kit.cache import shared_figure, shared_value
 from rnnviz.ui.kit.models import corpus_of, held_out_text, keep_known, model_id
 from rnnviz.ui.kit.widgets import literal, plot, seed, table
+
+# The page's sections by anchor: (header, short name for the contents line at the top).
+SECTIONS = {
+    "colour": ("1. Colour the text by one cell", "colour by a cell"),
+    "find": ("2. Find cells automatically", "find cells"),
+    "pattern": ("3. Pattern search", "pattern search"),
+    "intervene": ("4. Intervene", "intervene"),
+    "emerge": ("5. Watch a cell emerge", "watch a cell emerge"),
+    "surprise": ("6. Where the model is sure, and where it is surprised", "surprisal and guesses"),
+    "ngram": ("7. Against an n-gram: what the recurrence adds", "against an n-gram"),
+    "path": ("8. The state's path through the text", "the state's path"),
+}
+
+
+def section_header(anchor: str) -> None:
+    st.header(SECTIONS[anchor][0], anchor=anchor)
+
+
+def contents() -> None:
+    """One line of links to the page's sections: the later ones are far down a long page."""
+    st.markdown("**On this page:** " + " · ".join(f"[{title.split('.')[0]}. {short}](#{anchor})"
+                                                   for anchor, (title, short) in SECTIONS.items()))
 
 
 def _colouring(trace, vocab, text: str, cell: CellId, start: int, end: int) -> str:
@@ -99,7 +122,7 @@ def _mini_colouring(trace, text: str, cell: CellId, mini: slice) -> str:
 def colour_by_cell(trace_key: tuple, trace, vocab, text: str, tracks: dict) -> tuple[CellId, int, int]:
     """Section 1. ``trace_key`` (the model's id and the text) names the trace, so that what it draws for a
     cell is built once per server process and shared (rnnviz.ui.kit.cache.shared_value)."""
-    st.header("1. Colour the text by one cell")
+    section_header("colour")
     cols = st.columns([1, 1, 2, 3])
     cols[0].selectbox("Layer", list(range(trace.layers)), key=LAYER)
     cols[1].number_input("Unit", 0, trace.hidden - 1, step=1, key=UNIT)
@@ -134,7 +157,7 @@ def colour_by_cell(trace_key: tuple, trace, vocab, text: str, tracks: dict) -> t
 
 
 def find_cells(trace_key: tuple, trace, rankings, baseline, text: str, tracks: dict) -> list[CellId]:
-    st.header("2. Find cells automatically")
+    section_header("find")
     st.markdown(f"Every cell (each layer, unit and quantity: {trace.values.shape[0] * trace.layers * trace.hidden:,} "
                 f"in all) is ranked by |r|, its correlation with each feature over the {len(text):,} characters. "
                 "Features overlap (long lines are often deeply indented), so the *clearest* cell is the best one "
@@ -252,7 +275,7 @@ def default_range(text: str, tracks: dict, start: int, end: int) -> tuple[int, i
 
 
 def pattern_search(trace_key: tuple, trace, text: str, tracks: dict, cell: CellId, start: int, end: int) -> None:
-    st.header("3. Pattern search")
+    section_header("pattern")
     col_quantity, col_mode, col_theta, col_before, col_after = st.columns([2, 2, 2, 1, 1])
     quantity = col_quantity.selectbox(f"Cells: layer {cell.layer}'s", list(trace.quantities),
                                       format_func=QUANTITY_LABELS.get, key=page_key("pattern_quantity"))
@@ -324,7 +347,7 @@ def context_html(text: str, spans: list[tuple[int, int, str]], context: int = 30
 
 
 def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[CellId], feature: str) -> None:
-    st.header("4. Intervene")
+    section_header("intervene")
     st.markdown(f"Hold **unit {cell.unit} of layer {cell.layer}** fixed at every step while the model writes, and "
                 "compare with what it writes untouched, from the same prime and the same random draws.")
     col_target, col_value, col_length, col_temp = st.columns([1.3, 2, 2, 2])
@@ -398,7 +421,7 @@ def importance(source, text: str, ranked: list[CellId], feature: str) -> None:
 
 
 def watch_emerge(source, text: str, cell: CellId, start: int, end: int) -> None:
-    st.header("5. Watch a cell emerge")
+    section_header("emerge")
     snapshots = ex.live_snapshots() if source.key == "live" else []
     if not snapshots:
         st.info("Pick the live-trained model to replay it: while the live-training page trains, it keeps light "
