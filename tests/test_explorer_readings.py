@@ -15,7 +15,7 @@ from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.interpret import colortext
 from rnnviz.interpret.finder import trace_cells
-from rnnviz.interpret.ngram import BUCKETS, WORD, error_breakdown, fit_ngrams
+from rnnviz.interpret.ngram import BUCKETS, WORD, error_breakdown, fit_ngrams, innermost_openings
 from rnnviz.interpret.surprisal import predictions
 from rnnviz.interpret.trajectory import nearest, project
 from rnnviz.ui.explorer.readings import BUCKET_LABELS
@@ -129,9 +129,19 @@ def test_the_n_gram_section_prints_the_engines_losses_and_breakdown(opened, engi
         expected = error_breakdown(text, found.true_prob[1:], models.prob_of_true(ids, order), order, words,
                                    syntax="code").counts()
         bars = breakdown_bars(at)
-        assert [int(bars[BUCKET_LABELS[b]]) for b in BUCKETS] == [expected[b] for b in BUCKETS]
+        assert [int(bars[BUCKET_LABELS[b]]) for b in BUCKETS] == [expected[b] for b in BUCKETS], (order, bars)
         fixed = expected["long_range"] + expected["ngram_other"]
-        assert f"It **fixes {fixed:,}** of the {order}-gram's errors" in page_text(at)
+        shown = page_text(at)
+        assert f"It **fixes {fixed:,}** of the {order}-gram's errors" in shown
+        # the words follow the numbers: the fixed errors' long-range share against all characters' share
+        position = np.arange(1, len(text))
+        opening = innermost_openings(text, "code")[position - 1]
+        rate = float(np.mean((opening >= 0) & (position - opening >= order)))
+        share = expected["long_range"] / fixed
+        assert f"**{share:.0%}** of those sit inside" in shown and f"against **{rate:.0%}** of all" in shown
+        verdict = ("the long-range errors the recurrence fixes" if share > rate + 0.05 else
+                   "about as often as such characters occur" if share >= rate - 0.05 else "mostly short-range")
+        assert verdict in shown
 
 
 def test_the_contents_line_links_every_sections_anchor(opened):

@@ -35,6 +35,7 @@ STRIP_CHARS = 200  # characters in the strip at once: about four lines of column
 SURPRISES_LISTED = 8
 NGRAM_ORDER, NGRAM_BUCKET = page_key("ngram_order"), page_key("ngram_bucket")
 DEFAULT_ORDER = 5
+LONG_RANGE_MARGIN = 0.05  # a share of fixed errors within 5 points of the base rate is called "about as often"
 EXAMPLES = 8
 # The breakdown's buckets as its chart names them, in the paper's order, and their colours: what the recurrence
 # fixes (greens), what both miss (blues), what only the model misses (red).
@@ -186,8 +187,10 @@ def against_ngram(trace_key: tuple, source, text: str, syntax: str) -> None:
         f"wrong and the {order}-gram {breakdown.ngram_errors:,}. It **fixes {fixed:,}** of the {order}-gram's errors; "
         f"**{share:.0%}** of those sit inside brackets or quotes opened at least {order} characters back, where no "
         f"{order}-gram can see the opening, against **{inside_rate:.0%}** of all characters here"
-        + (" — the long-range errors the recurrence fixes." if share > inside_rate else
-           " — here the recurrence does not fix long-range characters more often than others.")
+        + (" — the long-range errors the recurrence fixes." if share > inside_rate + LONG_RANGE_MARGIN else
+           " — about as often as such characters occur: here the recurrence does not fix long-range characters "
+           "more often than others." if share >= inside_rate - LONG_RANGE_MARGIN else
+           " — fewer than such characters' share: here what the recurrence fixes is mostly short-range.")
         + f" Both get {sum(counts[b] for b in ('dynamic_memory', 'rare_word', 'word_start', 'both_other')):,} "
           "wrong, sorted in the paper's order (each to the first bucket that fits).")
     names = list(BUCKETS)
