@@ -8,10 +8,10 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from rnnviz.charlm.corpus import CorpusError, UnknownCharactersError
+from rnnviz.charlm.corpus import CorpusError
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret.connectivity import Connectivity, MeanConnectivity, connectivity, mean_connectivity
-from rnnviz.ui.hidden_state.sections import SENTENCE_CHARS, SOURCE_LABELS, Slot, page_key, sentence, slot_value
+from rnnviz.ui.hidden_state.sections import SENTENCE_CHARS, Slot, page_key, sentence, slot_readers, slot_value
 from rnnviz.ui.kit.corpora import builtin_corpus
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_int_in
 from rnnviz.ui.kit.models import held_out_text
@@ -104,19 +104,6 @@ def passage() -> str:
         return ""
 
 
-def _passage_readers(slot_list: list[Slot], text: str) -> tuple[list[tuple[Slot, torch.Tensor]], list[str]]:
-    """(slots whose vocabulary reads ``text``, with its ids), and a sentence for each that cannot."""
-    usable, left_out = [], []
-    for slot in slot_list:
-        try:
-            usable.append((slot, slot.vocab.encode(text)))
-        except UnknownCharactersError as err:
-            shown = ", ".join(repr(c) for c in err.chars[:8])
-            left_out.append(f"The {slot.name} ({SOURCE_LABELS[slot.candidate.origin]}) is left out: its vocabulary "
-                            f"lacks {literal(shown)} of the held-out {CORPUS} passage.")
-    return usable, left_out
-
-
 def _mean_connectivity(model, ids: torch.Tensor) -> MeanConnectivity:
     return mean_connectivity(model, ids, max_distance=MAX_DISTANCE, every=EVERY)
 
@@ -200,7 +187,7 @@ def draw_passage_connectivity(slot_list: list[Slot]) -> None:
     if not text:
         st.info(f"This server lacks the {CORPUS} corpus that the passage is taken from.", icon=":material/info:")
         return
-    usable, left_out = _passage_readers(slot_list, text)
+    usable, left_out = slot_readers(slot_list, text, f"the held-out {CORPUS} passage")
     for line in left_out:
         st.warning(line, icon=":material/block:")
     for slot, _ in usable:

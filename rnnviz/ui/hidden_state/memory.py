@@ -14,12 +14,11 @@ from typing import Any
 import streamlit as st
 import torch
 
-from rnnviz.charlm.corpus import UnknownCharactersError
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret import hidden_state as hs
-from rnnviz.ui.hidden_state.sections import SOURCE_LABELS, Slot, page_key, slot_value
+from rnnviz.ui.hidden_state.sections import Slot, page_key, slot_readers, slot_value
 from rnnviz.ui.kit.corpora import builtin_corpus
-from rnnviz.ui.kit.widgets import literal, plot
+from rnnviz.ui.kit.widgets import plot
 
 PROBE_RUN = page_key("probe_run")
 PROBES = page_key("probes")  # this session's probe results of its own models
@@ -43,19 +42,6 @@ def _probe_store() -> dict:
     return {"lock": threading.Lock()}
 
 
-def _readers(slot_list: list[Slot], text: str) -> tuple[list[tuple[Slot, torch.Tensor]], list[str]]:
-    """(slots whose vocabulary can read ``text``, with its ids), and a sentence for each that cannot."""
-    usable, left_out = [], []
-    for slot in slot_list:
-        try:
-            usable.append((slot, slot.vocab.encode(text)))
-        except UnknownCharactersError as err:
-            shown = ", ".join(repr(c) for c in err.chars[:8])
-            left_out.append(f"The {slot.name} ({SOURCE_LABELS[slot.candidate.origin]}) is left out: its vocabulary "
-                            f"lacks {literal(shown)} of the held-out {CORPUS} text.")
-    return usable, left_out
-
-
 def draw_probe(slot_list: list[Slot]) -> None:
     st.subheader("How far back each one remembers: memory probes")
     st.markdown(
@@ -67,7 +53,7 @@ def draw_probe(slot_list: list[Slot]) -> None:
         f"{int(PROBE.train_fraction * 100)}% of {PROBE.chars:,} held-out characters of {CORPUS}; accuracy on the "
         "rest.")
     text = _val_ids()["text"][: PROBE.chars]
-    usable, left_out = _readers(slot_list, text)
+    usable, left_out = slot_readers(slot_list, text, f"the held-out {CORPUS} text")
     for line in left_out:
         st.warning(line, icon=":material/block:")
     key = (tuple(s.key for s, _ in usable), PROBE)
@@ -170,7 +156,7 @@ def draw_bottleneck(slot_list: list[Slot]) -> None:
                 "Transformer through its sliding window (so its dotted line meets its curve at n = its context). "
                 "Dashed grey: the uniform guess over the V characters, ln V nats.")
     text = _val_ids()["text"][: BOTTLENECK_CHARS + max(LENGTHS)]
-    usable, left_out = _readers(slot_list, text)
+    usable, left_out = slot_readers(slot_list, text, f"the held-out {CORPUS} text")
     for line in left_out:
         st.warning(line, icon=":material/block:")
     if not usable:

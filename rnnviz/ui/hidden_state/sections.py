@@ -195,6 +195,20 @@ def slots() -> list[Slot]:
 # --- caching: shared for shipped models, per session for the session's own --------------------------------------
 
 
+def slot_readers(slot_list: list[Slot], text: str, what: str) -> tuple[list[tuple[Slot, torch.Tensor]], list[str]]:
+    """(slots whose vocabulary can read ``text``, with its ids), and a sentence for each that cannot, naming the text
+    as ``what`` ("the held-out english-docs text")."""
+    usable, left_out = [], []
+    for slot in slot_list:
+        try:
+            usable.append((slot, slot.vocab.encode(text)))
+        except UnknownCharactersError as err:
+            shown = ", ".join(repr(c) for c in err.chars[:8])
+            left_out.append(f"The {slot.name} ({SOURCE_LABELS[slot.candidate.origin]}) is left out: its vocabulary "
+                            f"lacks {literal(shown)} of {what}.")
+    return usable, left_out
+
+
 def slot_value(build: Callable[..., Any], slot_list: list[Slot], *args, key: Hashable) -> Any:
     """A figure or value of some slots' models: shared by the process when all are shipped, else the session's."""
     return value_for(all(s.shared for s in slot_list), build, *args, key=(tuple(s.key for s in slot_list), key))
