@@ -19,3 +19,19 @@ if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 __version__ = "0.1.0"
+
+# The Python API (rnnviz.api: load, trace, attention, models), loaded on first use, so that `import rnnviz` stays
+# light (the CLI imports it before anything else, and it must not load torch).
+_API = ("load", "trace", "attention", "models", "Model", "Trace", "HTML")
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from rnnviz import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'rnnviz' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])
