@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError, UnknownCharactersError, load_corpus
+from rnnviz.charlm.foreign import load_any
 from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET
 from rnnviz.charlm.pretrained import MAX_BYTES, MODELS_DIR, compact_bytes, shipped_models, val_loss
 from rnnviz.charlm.sample import beam_search, generate
@@ -35,6 +36,24 @@ def _checkpoint_path(spec: str) -> Path:
     path = Path(spec)
     shipped = MODELS_DIR / path.name
     return path if path.exists() or path.name != spec or not shipped.exists() else shipped
+
+
+def _add_foreign_options(parser: argparse.ArgumentParser) -> None:
+    """--vocab and --nonlinearity: what a plain PyTorch model's state_dict needs beside it."""
+    parser.add_argument("--vocab", metavar="FILE",
+                        help="for a model saved as a plain PyTorch state_dict (torch.save(model.state_dict(), ...)): "
+                        'its vocabulary as JSON, the characters in id order (["\\n", " ", "a", ...]) or a string')
+    parser.add_argument("--nonlinearity", choices=("tanh", "relu"), default="tanh",
+                        help="a plain PyTorch nn.RNN's nonlinearity, which its weights cannot tell (default: "
+                        "%(default)s)")
+
+
+def _load_model(args: argparse.Namespace):
+    """The checkpoint (rnnviz's own, or a plain state_dict with --vocab), its report lines on stderr."""
+    checkpoint, report = load_any(_checkpoint_path(args.checkpoint), args.vocab, nonlinearity=args.nonlinearity)
+    for line in report:
+        print(line, file=sys.stderr)
+    return checkpoint
 
 
 def train_parser(prog: str = "rnnviz train") -> argparse.ArgumentParser:
@@ -202,10 +221,13 @@ def sample_parser(prog: str = "rnnviz sample") -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Generate text from an rnnviz checkpoint (made by rnnviz train).",
-        epilog=f'Example: {prog} m.pt --prime "ROMEO:" --temperature 0.8 --length 500',
+        description="Generate text from an rnnviz checkpoint (made by rnnviz train), or from a character model "
+        "saved as a plain PyTorch state_dict with its vocabulary (--vocab).",
+        epilog=f'Example: {prog} m.pt --prime "ROMEO:" --temperature 0.8 --length 500    '
+        f"A model of your own: {prog} my_lstm.pt --vocab vocab.json",
     )
-    parser.add_argument("checkpoint", help="a .pt file written by rnnviz, or the name of a shipped model")
+    parser.add_argument("checkpoint", help="a .pt file written by rnnviz, or the name of a shipped model, or a plain "
+                        "PyTorch state_dict (with --vocab)")
     parser.add_argument("--prime", default="", help="text to start from (default: a newline)")
     parser.add_argument("--length", type=int, default=500, help="characters to generate (default: %(default)s)")
     parser.add_argument("--temperature", type=float, default=0.8, help="0 is greedy (default: %(default)s)")
@@ -215,6 +237,7 @@ def sample_parser(prog: str = "rnnviz sample") -> argparse.ArgumentParser:
                         "to P (0 < P <= 1; 1 is off), after --top-k")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     parser.add_argument("--beam", type=int, metavar="WIDTH", help="beam search with this width instead of sampling")
+    _add_foreign_options(parser)
     return parser
 
 
@@ -222,7 +245,7 @@ def sample_main(argv: list[str] | None = None, prog: str = "rnnviz sample") -> i
     """Print text generated from a checkpoint; 0 when done, 2 on bad input."""
     args = sample_parser(prog).parse_args(argv)
     try:
-        checkpoint = load_checkpoint(_checkpoint_path(args.checkpoint))
+        checkpoint = _load_model(args)
         if args.beam:
             beams = beam_search(checkpoint.model, checkpoint.vocab, args.prime, args.length, args.beam)
             for rank, beam in enumerate(beams, start=1):
@@ -250,7 +273,8 @@ def inspect_parser(prog: str = "rnnviz inspect") -> argparse.ArgumentParser:
                     "the Hidden-cell explorer).",
         epilog=f"Example: {prog} lstm-python-stdlib.pt --text mymodule.py --out mymodule",
     )
-    parser.add_argument("checkpoint", help="a .pt file written by rnnviz, or the name of a shipped model")
+    parser.add_argument("checkpoint", help="a .pt file written by rnnviz, or the name of a shipped model, or a plain "
+                        "PyTorch state_dict (with --vocab)")
     parser.add_argument("--text", required=True, metavar="FILE", help="the text to read (UTF-8)")
     parser.add_argument("--out", metavar="PREFIX",
                         help="write PREFIX.csv and PREFIX.html (default: the text file's name without its suffix, "
@@ -262,6 +286,7 @@ def inspect_parser(prog: str = "rnnviz inspect") -> argparse.ArgumentParser:
                         "all)")
     parser.add_argument("--drop-unknown", action="store_true",
                         help="leave out characters the model never saw instead of stopping with an error")
+    _add_foreign_options(parser)
     return parser
 
 
@@ -277,7 +302,7 @@ def inspect_main(argv: list[str] | None = None, prog: str = "rnnviz inspect") ->
 
     args = inspect_parser(prog).parse_args(argv)
     try:
-        checkpoint = load_checkpoint(_checkpoint_path(args.checkpoint))
+        checkpoint = _load_model(args)
         try:
             text = Path(args.text).read_text(encoding="utf-8").replace("\r\n", "\n")
         except (OSError, UnicodeDecodeError) as err:
