@@ -41,6 +41,7 @@ QUANTITY_LABELS = {
     "r": "r_t, reset gate",
     "z": "z_t, update gate",
     "n": "n_t, candidate",
+    "s": "s_t, a state from your file",  # states read without a model (rnnviz.interpret.states)
 }
 TOP_NEXT = 5  # next-character predictions kept per position
 
@@ -92,8 +93,8 @@ class CellTrace:
         """Raise ValueError, in words, when ``cell`` does not exist in this model."""
         if cell.quantity not in self.quantities:
             article = "an" if self.kind in ("rnn", "lstm") else "a"  # "an RNN", "an LSTM", "a GRU"
-            raise ValueError(f"{article} {self.kind.upper()} has no quantity {cell.quantity!r}; choose "
-                             f"{', '.join(self.quantities)}")
+            owner = "these states have" if self.kind == "states" else f"{article} {self.kind.upper()} has"
+            raise ValueError(f"{owner} no quantity {cell.quantity!r}; choose {', '.join(self.quantities)}")
         if not 0 <= cell.layer < self.layers or not 0 <= cell.unit < self.hidden:
             raise ValueError(f"{cell.label} is outside layers 0…{self.layers - 1} and units 0…{self.hidden - 1}")
 
