@@ -99,10 +99,12 @@ def models() -> list[str]:
     return [Path(m.file).stem for m in shipped_models()]
 
 
-def load(path_or_name: str | Path, vocab: str | Path | None = None) -> Model:
+def load(path_or_name: str | Path, vocab: str | Path | None = None, nonlinearity: str = "tanh") -> Model:
     """A shipped model by its name (``models()`` lists them), or a checkpoint file: an rnnviz checkpoint, or a
-    plain PyTorch state_dict with its vocabulary (``vocab``, a JSON file; rnnviz.charlm.foreign.load_any)."""
+    plain PyTorch state_dict with its vocabulary (``vocab``, a JSON file; rnnviz.charlm.foreign.load_any). A plain
+    nn.RNN's ``nonlinearity`` ("tanh" or "relu") is not in its weights: say it here."""
     from rnnviz.charlm.checkpoint import load_checkpoint
+    from rnnviz.charlm.foreign import load_any
     from rnnviz.charlm.pretrained import MODELS_DIR
 
     key = str(path_or_name)
@@ -112,23 +114,8 @@ def load(path_or_name: str | Path, vocab: str | Path | None = None) -> Model:
         return _model(load_checkpoint(MODELS_DIR / f"{key}.pt"), key)
     if not path.is_file():
         raise ValueError(f"{key!r} is neither a shipped model nor a file. The shipped models: {', '.join(names)}")
-    checkpoint, report = _load_any(path, vocab)
+    checkpoint, report = load_any(path, vocab, nonlinearity=nonlinearity)
     return _model(checkpoint, path.stem, report)
-
-
-def _load_any(path: Path, vocab) -> tuple[Checkpoint, list[str]]:
-    try:
-        from rnnviz.charlm.foreign import load_any
-    except ModuleNotFoundError as err:  # until rnnviz.charlm.foreign lands: rnnviz checkpoints only
-        if err.name != "rnnviz.charlm.foreign":
-            raise
-        from rnnviz.charlm.checkpoint import load_checkpoint
-
-        if vocab is not None:
-            raise ValueError("a vocabulary file goes with a plain state_dict, which this rnnviz cannot read yet; "
-                             "give an rnnviz checkpoint") from None
-        return load_checkpoint(path), []
-    return load_any(path, vocab)
 
 
 def _model(checkpoint: Checkpoint, name: str, report=()) -> Model:

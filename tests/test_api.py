@@ -201,7 +201,6 @@ def test_a_transformer_has_predictions_and_attention_but_no_cells():
 
 
 def test_load_reads_a_plain_state_dict_with_a_json_vocabulary(tmp_path):
-    pytest.importorskip("rnnviz.charlm.foreign")
     config = TrainConfig(kind="gru", hidden=8)
     network = CharModel(config.model_config(3))
     torch.save(network.state_dict(), tmp_path / "weights.pt")
