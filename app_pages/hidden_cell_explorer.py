@@ -12,13 +12,17 @@ from rnnviz.ui.explorer.choices import (
     UNIT,
     WINDOW,
     choose_model,
+    choose_states_text,
     choose_text,
     ensure_cell,
     ensure_feature,
 )
+from rnnviz.ui.explorer.imports import StatesSource
 from rnnviz.ui.explorer.readings import against_ngram, state_path, surprise
 from rnnviz.ui.explorer.sections import (
     PRIME,
+    SECTIONS,
+    STATES_SECTIONS,
     colour_by_cell,
     contents,
     find_cells,
@@ -46,21 +50,32 @@ for kept in (LAYER, UNIT, QUANTITY, WINDOW, FEATURE, PRIME):
     if kept in st.session_state:
         st.session_state[kept] = st.session_state[kept]
 model_source = choose_model()
-passage, syntax = choose_text(model_source)
-trace_key = (*model_id(model_source), passage)
-cell_trace, rankings, baseline = ex.prepare(trace_key, model_source.model, model_source.vocab, passage, syntax,
-                                            seed())
+if isinstance(model_source, StatesSource):  # states read from a file, without their model
+    cell_trace, passage, syntax = choose_states_text(model_source)
+    trace_key = (model_source.key, model_source.digest, len(passage))
+    cell_trace, rankings, baseline = ex.prepare_states(trace_key, cell_trace, passage, syntax, seed())
+    vocab = None
+else:
+    passage, syntax = choose_text(model_source)
+    trace_key = (*model_id(model_source), passage)
+    vocab = model_source.vocab
+    cell_trace, rankings, baseline = ex.prepare(trace_key, model_source.model, vocab, passage, syntax, seed())
 feature_tracks = ex.tracks_for(passage, syntax)
 ensure_cell(cell_trace, rankings, ensure_feature(rankings, syntax, passage), passage, feature_tracks)
 with st.container(horizontal=True, horizontal_alignment="right"):
     share_link(LINK)
-contents()
-chosen, window_start, window_end = colour_by_cell(trace_key, cell_trace, model_source.vocab, passage, feature_tracks)
+contents(STATES_SECTIONS if vocab is None else SECTIONS)
+chosen, window_start, window_end = colour_by_cell(trace_key, cell_trace, vocab, passage, feature_tracks)
 top_cells = find_cells(trace_key, cell_trace, rankings, baseline, passage, feature_tracks)
 pattern_search(trace_key, cell_trace, passage, feature_tracks, chosen, window_start, window_end)
-intervene(model_source, cell_trace, chosen, passage, window_start, top_cells, st.session_state[FEATURE])
-watch_emerge(model_source, passage, chosen, window_start, window_end)
-surprise(trace_key, model_source, passage)
-against_ngram(trace_key, model_source, passage, syntax)
+if vocab is not None:
+    intervene(model_source, cell_trace, chosen, passage, window_start, top_cells, st.session_state[FEATURE])
+    watch_emerge(model_source, passage, chosen, window_start, window_end)
+    surprise(trace_key, model_source, passage)
+    against_ngram(trace_key, model_source, passage, syntax)
+else:
+    st.info("Intervening on a cell, watching it emerge in training, surprisal and the n-gram comparison (sections "
+            "4–7) need the model itself: these states came without one. Upload the model (an rnnviz checkpoint or a "
+            "plain PyTorch state_dict with its vocabulary) to see them.", icon=":material/info:")
 state_path(trace_key, cell_trace, passage, feature_tracks, window_start, window_end)
 mirror_to_link(LINK)

@@ -10,7 +10,16 @@ from rnnviz.lessons import gates
 from rnnviz.ui.kit.cache import shared_figure
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_float_in, restore_from_link, share_link
-from rnnviz.ui.kit.models import ModelSource, corpus_of, held_out_text, keep_known, model_id, model_sources, settled
+from rnnviz.ui.kit.models import (
+    ModelSource,
+    corpus_of,
+    held_out_text,
+    keep_known,
+    model_id,
+    model_sources,
+    preferred,
+    settled,
+)
 from rnnviz.ui.kit.widgets import page_header, plot, seed
 
 PAGE = "lstm_gates"
@@ -146,8 +155,7 @@ def gate_saturation() -> None:
         return
     model_key = page_key("model")
     if st.session_state.get(model_key) not in sources:
-        st.session_state[model_key] = DEFAULT_SATURATION_MODEL if DEFAULT_SATURATION_MODEL in sources else next(
-            iter(sources))
+        st.session_state[model_key] = preferred(sources, DEFAULT_SATURATION_MODEL)
     chosen = st.selectbox("model", list(sources), format_func=lambda key: sources[key].label, key=model_key)
     source = settled(sources[chosen])
     corpus = corpus_of(source)

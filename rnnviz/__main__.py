@@ -4,6 +4,7 @@
     rnnviz sample notes.pt --prime "The" --length 200
     rnnviz inspect notes.pt --text notes.txt   # surprisal and guesses per character, as CSV and HTML
     rnnviz models                      # the shipped models with their val loss
+    rnnviz app --model my_lstm.pt --vocab vocab.json   # the app, with your own model in every model box
     rnnviz experiments sweep --seeds 3
 
 Each subcommand is imported only when called, so ``rnnviz --help`` answers without loading torch.
@@ -21,6 +22,7 @@ import rnnviz
 COMMANDS = {
     "train": ("rnnviz.charlm.cli", "train_main", "train a character model and save a checkpoint"),
     "sample": ("rnnviz.charlm.cli", "sample_main", "generate text from a checkpoint or a shipped model"),
+    "app": ("rnnviz.launch", "app_main", "start the app with your own model (--model) or states (--states --text)"),
     "inspect": ("rnnviz.charlm.cli", "inspect_main", "the surprisal and top guesses of every character of a text"),
     "models": ("rnnviz.charlm.cli", "models_main", "list the shipped models; evaluate or compact a checkpoint"),
     "experiments": ("rnnviz.experiments.__main__", "main", "memory experiments: delayed copy, conditioning, cost"),
@@ -32,7 +34,7 @@ COMMANDS = {
 def usage() -> str:
     lines = ["usage: rnnviz COMMAND [options]   (rnnviz COMMAND --help for each one's options)", "", "commands:"]
     lines += [f"  {name:12s} {help_text}" for name, (_, _, help_text) in COMMANDS.items()]
-    lines += ["", "The app itself: make run (or streamlit run app.py) in the repository."]
+    lines += ["", "The app itself: make run (or rnnviz app) in the repository."]
     return "\n".join(lines)
 
 

@@ -30,10 +30,10 @@ from rnnviz.charlm.sample import Model as Network
 from rnnviz.charlm.sample import generate
 from rnnviz.charlm.train import TrainConfig
 from rnnviz.core.config import shape_label
-from rnnviz.interpret import colortext, prediction_strip
-from rnnviz.interpret.finder import QUANTITIES, QUANTITY_LABELS, CellId, CellTrace, rank_cells, trace_cells
+from rnnviz.interpret import prediction_strip
+from rnnviz.interpret.finder import QUANTITIES, CellId, CellTrace, rank_cells, trace_cells
 from rnnviz.interpret.surprisal import Predictions, predictions
-from rnnviz.interpret.textfeatures import FEATURES, SYNTAXES, feature_tracks
+from rnnviz.interpret.textfeatures import FEATURES, SYNTAXES, feature_tracks, guess_syntax
 
 STRIP_CHARS = 300  # prediction_strip's default window: the whole of a 3,000-character text is 3 MB of HTML
 PATH_NEIGHBOURS = 5  # path(at=…): the states nearest to the chosen one, at least PATH_EXCLUDE characters away
@@ -127,21 +127,13 @@ def _as_model(model: Model | str | Path) -> Model:
     return model if isinstance(model, Model) else load(model)
 
 
-def guess_syntax(text: str) -> str:
-    """"code" when at least a fifth of the lines look like Python (indented by 4, or starting with def, class,
-    import, from or #), else "prose": how the text features read brackets, strings and comments."""
-    lines = text.splitlines() or [""]
-    coded = sum(line.startswith(("    ", "def ", "class ", "import ", "from ", "#")) for line in lines)
-    return "code" if coded >= 0.2 * len(lines) else "prose"
-
-
 def trace(model: Model | str | Path, text: str, drop_unknown: bool = False, syntax: str | None = None) -> Trace:
     """Read ``text`` through ``model`` once (h_0 = 0, eval mode): every cell of a recurrent model
     (rnnviz.interpret.finder.trace_cells) and the model's prediction of every character. ``model`` may also be a
     name or path for ``load``.
 
     Characters outside the vocabulary raise a ValueError that names them; ``drop_unknown=True`` leaves them out
-    instead (``Trace.dropped`` lists them). ``syntax`` ("code" or "prose", default: ``guess_syntax``) is how
+    instead (``Trace.dropped`` lists them). ``syntax`` ("code" or "prose", default: textfeatures.guess_syntax) is how
     ``find`` and ``path`` read the text's features.
     """
     model = _as_model(model)
@@ -204,18 +196,9 @@ class Trace:
         each character (its position, the exact value, the model's top-5 next characters)."""
         cell = self._cell(layer, unit, quantity)
         start, end = self._window(start, end)
-        trace = self._cells()
-        values = trace.cell(cell)
-        scale = colortext.scale_for(cell.quantity, values)
-        chars = self.model.vocab.chars
-        next_chars = [[chars[i] for i in row] for row in trace.next_ids[start:end]]
-        tips = colortext.cell_tooltips(self.text[start:end], values[start:end], cell.quantity, next_chars,
-                                       trace.next_probs[start:end], offset=start)
-        legend = colortext.legend_html(
-            scale, f"{cell.label}: {QUANTITY_LABELS[cell.quantity]}, characters {start:,}–{end - 1:,} (hover a "
-                   "character for its exact value and the model's top-5 next characters)",
-            observed=(float(np.nanmin(values)), float(np.nanmax(values))))
-        return HTML(legend + colortext.colored_text_html(self.text[start:end], values[start:end], scale, tips))
+        from rnnviz.figures.explorer import cell_colouring_html
+
+        return HTML(cell_colouring_html(self._cells(), self.model.vocab.chars, self.text, cell, start, end))
 
     @cached_property
     def tracks(self) -> dict[str, np.ndarray]:

@@ -473,7 +473,8 @@ def _torch_load(raw: bytes):
     if not raw.startswith((b"PK\x03\x04", b"\x80")):
         hint = " It looks like JSON: give the weights (.pt) file as the model and the JSON as the vocabulary." \
             if raw.lstrip()[:1] in (b"[", b"{", b'"') else ""
-        raise CheckpointError(f"This is not a PyTorch (.pt) file of weights.{hint}")
+        raise CheckpointError("This is not a PyTorch checkpoint (.pt) file: neither an rnnviz checkpoint nor a "
+                              f"state_dict of weights.{hint}")
     if raw.startswith(b"PK\x03\x04"):  # torch.save's zip archive: check it whole before unpickling anything
         try:
             with zipfile.ZipFile(io.BytesIO(raw)) as archive:

@@ -8,7 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from rnnviz.figures import PALETTE, house_style
+from rnnviz.interpret import colortext
 from rnnviz.interpret.colortext import Scale, visible_char
+from rnnviz.interpret.finder import QUANTITY_LABELS, CellId, CellTrace
 
 
 def _char_labels(text: str) -> list[str]:
@@ -151,3 +153,20 @@ def breakdown_figure(labels: Sequence[str], counts: Sequence[int], colours: Sequ
     fig.update_layout(title="Which characters the difference comes from", showlegend=False)
     house_style(fig, height=60 + 42 * len(labels))
     return fig
+
+
+def cell_colouring_html(trace: CellTrace, chars: str, text: str, cell: CellId, start: int, end: int) -> str:
+    """Characters ``start`` … ``end − 1`` of ``text`` coloured by one cell, under its legend, with a tooltip per
+    character: its position, the exact value and, when the trace has them, the model's top next characters
+    (``chars``, the vocabulary, names their ids; states read without a model have none). The explorer's colouring
+    and rnnviz.api's ``Trace.colour``."""
+    values = trace.cell(cell)
+    scale = colortext.scale_for(cell.quantity, values)
+    next_chars = [[chars[i] for i in row] for row in trace.next_ids[start:end]]
+    tips = colortext.cell_tooltips(text[start:end], values[start:end], cell.quantity, next_chars,
+                                   trace.next_probs[start:end], offset=start)
+    hover = "its exact value and the model's top-5 next characters" if trace.next_ids.shape[1] else "its exact value"
+    legend = colortext.legend_html(scale, f"{QUANTITY_LABELS[cell.quantity]}, characters {start:,}–{end - 1:,} "
+                                   f"(hover a character for {hover})",
+                                   observed=(float(np.nanmin(values)), float(np.nanmax(values))))
+    return legend + colortext.colored_text_html(text[start:end], values[start:end], scale, tips)

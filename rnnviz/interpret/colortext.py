@@ -234,9 +234,11 @@ def cell_tooltips(
     next_probs: np.ndarray,
     offset: int = 0,
 ) -> list[str]:
-    """Per character: its position, the exact value, and the top next-character predictions after it."""
+    """Per character: its position, the exact value, and the top next-character predictions after it (none for
+    states read from a file without their model: empty ``next_chars``)."""
     tips = []
     for t, ch in enumerate(text):
         guesses = ", ".join(f"{describe_char(c)} {p:.0%}" for c, p in zip(next_chars[t], next_probs[t]))
-        tips.append(f"position {offset + t}: {describe_char(ch)}\n{quantity} = {values[t]:+.4f}\nnext: {guesses}")
+        tips.append(f"position {offset + t}: {describe_char(ch)}\n{quantity} = {values[t]:+.4f}"
+                    + (f"\nnext: {guesses}" if guesses else ""))
     return tips

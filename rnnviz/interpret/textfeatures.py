@@ -54,6 +54,14 @@ def features_for(syntax: str) -> tuple[str, ...]:
     return tuple(name for name in FEATURES if not (syntax == "prose" and name == "comment"))
 
 
+def guess_syntax(text: str) -> str:
+    """"code" when at least a fifth of the lines look like Python (indented by 4, or starting with def, class,
+    import, from or #), else "prose": how the features read brackets, strings and comments when nobody said."""
+    lines = text.splitlines() or [""]
+    coded = sum(line.startswith(("    ", "def ", "class ", "import ", "from ", "#")) for line in lines)
+    return "code" if coded >= 0.2 * len(lines) else "prose"
+
+
 def _check_syntax(syntax: str) -> None:
     if syntax not in SYNTAXES:
         raise ValueError(f"syntax must be one of {', '.join(SYNTAXES)}, not {syntax!r}")

@@ -5,27 +5,29 @@ it shows first. The page script calls these in order; ``sections`` draws what fo
 import numpy as np
 import streamlit as st
 
-from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint
 from rnnviz.core.recurrent import KINDS
 from rnnviz.interpret import colortext
 from rnnviz.interpret.finder import (
     QUANTITIES,
     CellId,
+    CellTrace,
 )
-from rnnviz.interpret.textfeatures import features_for, showcase_window
+from rnnviz.interpret.textfeatures import features_for, guess_syntax, showcase_window
 from rnnviz.ui.explorer import data as ex
+from rnnviz.ui.explorer.imports import STATES_PREFIX, StatesSource, launched_states, states_sources, upload_controls
 from rnnviz.ui.kit.corpora import download_shakespeare, needs_download
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, parse_choice, parse_int_in
 from rnnviz.ui.kit.models import (
-    UPLOADED_KEY,
     ModelSource,
     corpus_of,
     held_out_text,
     keep_known,
+    launched_model,
     model_id,
     model_sources,
     named_corpus_mismatch,
+    preferred,
     settled,
     syntax_of,
 )
@@ -33,9 +35,9 @@ from rnnviz.ui.kit.widgets import literal, seed
 
 PAGE = "explorer"
 page_key = PageKeys(PAGE)
-SOURCE, UPLOAD, UPLOAD_ERROR = page_key("source"), page_key("upload"), page_key("upload_error")
+SOURCE = page_key("source")
 TEXT_MODE, OWN_TEXT = page_key("text_mode"), page_key("own_text")
-LENGTH, SYNTAX = page_key("length"), page_key("syntax")
+LENGTH, SYNTAX, SYNTAX_GUESSED = page_key("length"), page_key("syntax"), page_key("syntax_guessed")
 LAYER, UNIT, QUANTITY, WINDOW = page_key("layer"), page_key("unit"), page_key("quantity"), page_key("window")
 FEATURE, RANK_BY = page_key("feature"), page_key("rank_by")
 FEATURE_TEXT, FEATURE_SWITCHED = page_key("feature_text"), page_key("feature_switched")
@@ -78,42 +80,61 @@ def select_cell(cell: CellId, window_start: int | None = None) -> None:
         st.session_state[WINDOW] = window_start
 
 
-def read_upload() -> None:
-    """on_change of the uploader: load through the safe loader and select it, or keep the reason."""
-    st.session_state.pop(UPLOAD_ERROR, None)
-    uploaded = st.session_state.get(UPLOAD)
-    if uploaded is None:
-        return
-    try:
-        st.session_state[UPLOADED_KEY] = load_checkpoint(uploaded.getvalue())
-    except CheckpointError as err:
-        st.session_state[UPLOAD_ERROR] = str(err)
-        return
-    st.session_state[SOURCE] = "uploaded"
+def select_source(key: str) -> None:
+    """Select a model or states that were just read, with its own text and clearest cell."""
+    st.session_state[SOURCE] = key
     forget_model_choices()
 
 
-def choose_model() -> ModelSource:
+def choose_model() -> ModelSource | StatesSource:
+    """The model box: the session's own models, the one the server was started with, shipped ones, and states read
+    from a file (no model); under it, the uploads."""
     # The explorer reads cells (model.rnn's trace): recurrent models only, never a Transformer.
-    sources = {s.key: s for s in model_sources() if s.model.config.kind in KINDS}
+    sources: dict[str, ModelSource | StatesSource] = {
+        s.key: s for s in model_sources() if s.model.config.kind in KINDS}
+    sources.update(states_sources())
+    launched, _, launch_problem = launched_model()
+    states_problem = launched_states()[1]
+    for problem, what in ((launch_problem, "model"), (states_problem, "states")):
+        if problem:
+            st.error(f"The {what} the server was started with cannot be shown: {literal(problem)}",
+                     icon=":material/error:")
     if not sources:
         st.error("There is no model to explore: the shipped models are missing from rnnviz/assets/models/ and this "
                  "session has not trained or uploaded one. Train one on the live-training page, or upload one below.")
     if st.session_state.get(SOURCE) not in sources:
+        first = preferred([key for key in sources if not key.startswith(STATES_PREFIX)], DEFAULT_MODEL)
+        launched_states_key = next((key for key in sources if key.startswith(STATES_PREFIX)), None)
+        if launched is None and launched_states_key is not None:
+            first = launched_states_key
         if SOURCE in st.session_state:
             st.warning(f"The model named in the link (model={literal(str(st.session_state[SOURCE])[:60])}) is not "
-                       "available here; showing the shipped Python-code model.", icon=":material/link_off:")
-        st.session_state[SOURCE] = DEFAULT_MODEL if DEFAULT_MODEL in sources else next(iter(sources), None)
+                       f"available here; showing {sources[first].label if first else 'nothing'}.",
+                       icon=":material/link_off:")
+        st.session_state[SOURCE] = first
     col_model, col_upload = st.columns([3, 2])
     col_model.selectbox("Model", list(sources), format_func=lambda k: sources[k].label, key=SOURCE,
                         on_change=forget_model_choices)
-    with col_upload.expander("Upload a checkpoint (.pt)"):
-        st.file_uploader("A checkpoint saved by rnnviz", type=["pt"], key=UPLOAD, on_change=read_upload)
-        if st.session_state.get(UPLOAD_ERROR):
-            st.error(literal(st.session_state[UPLOAD_ERROR]))
+    with col_upload.expander("Upload a model, or states without one"):
+        upload_controls(select_source)
     if not sources:
         st.stop()
-    return settled(sources[st.session_state[SOURCE]])
+    chosen = sources[st.session_state[SOURCE]]
+    return chosen if isinstance(chosen, StatesSource) else settled(chosen)
+
+
+def choose_states_text(source: StatesSource) -> tuple[CellTrace, str, str]:
+    """The states' trace (cut to MAX_CHARS characters), their text, and how to read it (code or prose)."""
+    trace, text = source.trace(MAX_CHARS)
+    cut = f" (the first {MAX_CHARS:,} of {len(source.text):,})" if len(text) < len(source.text) else ""
+    st.caption(f"{len(text):,} characters{cut} from {literal(source.states.name)}'s text, one state per character: "
+               f"{trace.layers} layer(s) of {trace.hidden} units, quantities {', '.join(trace.quantities)}. There is "
+               "no model, so nothing here predicts or writes: the sections that need one are left out.")
+    if st.session_state.get(SYNTAX_GUESSED) != source.digest:  # new states: read their text as it looks
+        st.session_state[SYNTAX], st.session_state[SYNTAX_GUESSED] = guess_syntax(text), source.digest
+    syntax = st.selectbox("Read it as", ["code", "prose"], key=SYNTAX, help="Code: Python strings, # comments, "
+                          "brackets outside strings. Prose: \"…\" quotes, every bracket.")
+    return trace, text, syntax
 
 
 def choose_text(source: ModelSource) -> tuple[str, str]:

@@ -20,6 +20,7 @@ from rnnviz.charlm.sample import Intervention, generate
 from rnnviz.core.charmodel import CharModel
 from rnnviz.core.config import ModelConfig
 from rnnviz.interpret.finder import CellTrace, FeatureRanking, rank_cells, trace_cells
+from rnnviz.interpret.states import shifted_trace
 from rnnviz.interpret.surprisal import Predictions, predictions
 from rnnviz.interpret.textfeatures import feature_tracks
 from rnnviz.ui.kit.cache import process_store
@@ -113,6 +114,25 @@ def prepare(key: tuple, model: CharModel, vocab: Vocab, text: str, syntax: str, 
     if bar is not None:
         bar.empty()
     return trace, rankings, baseline
+
+
+def prepare_states(key: tuple, trace: CellTrace, text: str, syntax: str, seed: int
+                   ) -> tuple[CellTrace, dict[str, FeatureRanking], dict[str, FeatureRanking]]:
+    """``prepare`` for states read from a file: there is no model to initialise at random, so the chance baseline
+    ranks the same states with each unit shifted in time (rnnviz.interpret.states.shifted_trace)."""
+    stored = stored_trace(key)
+    if stored is None:
+        process_store("explorer traces", TRACE_STORE_ENTRIES).put(key, trace)
+        stored = trace
+    rankings = rankings_for(key, text, syntax, stored)
+    return stored, rankings, shifted_baseline(key, text, syntax, seed, stored)
+
+
+@st.cache_data(show_spinner="Ranking the same states shifted in time: chance…", max_entries=16)
+def shifted_baseline(trace_key: tuple, text: str, syntax: str, seed: int, _trace: CellTrace
+                     ) -> dict[str, FeatureRanking]:
+    """Keyed by the trace's key (the trace itself is not hashed)."""
+    return rank_cells(shifted_trace(_trace, seed), tracks_for(text, syntax))
 
 
 # ---------------------------------------------------------------------------------------------------------

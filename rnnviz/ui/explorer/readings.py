@@ -247,8 +247,8 @@ def state_path(trace_key: tuple, trace, text: str, tracks: dict, start: int, end
         st.session_state[PATH_AT] = start + (end - start) // 2
     cols = st.columns([1, 2, 3, 2])
     layer = cols[0].selectbox("Layer", list(range(trace.layers)), key=PATH_LAYER)
-    quantity = cols[1].selectbox("State", [q for q in trace.quantities if q in ("h", "c")],
-                                 format_func=QUANTITY_LABELS.get, key=PATH_QUANTITY)
+    shown = [q for q in trace.quantities if q in ("h", "c", "s")] or list(trace.quantities)
+    quantity = cols[1].selectbox("State", shown, format_func=QUANTITY_LABELS.get, key=PATH_QUANTITY)
     colour = cols[2].selectbox("Colour by", list(tracks), format_func=lambda f: FEATURES[f].label, key=PATH_COLOUR)
     at = int(cols[3].number_input("Chosen character", start, end - 1, step=1, key=PATH_AT,
                                   help="Its position in the text; or click a point"))

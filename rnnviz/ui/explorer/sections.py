@@ -61,36 +61,29 @@ def section_header(anchor: str) -> None:
     st.header(SECTIONS[anchor][0], anchor=anchor)
 
 
-def contents() -> None:
-    """One line of links to the page's sections: the later ones are far down a long page."""
-    st.markdown("**On this page:** " + " · ".join(f"[{title.split('.')[0]}. {short}](#{anchor})"
-                                                   for anchor, (title, short) in SECTIONS.items()))
+# What states read from a file, without their model, can show: the rest predicts or writes.
+STATES_SECTIONS = ("colour", "find", "pattern", "path")
 
 
-def _colouring(trace, vocab, text: str, cell: CellId, start: int, end: int) -> str:
-    """The legend and the window of text coloured by one cell, with a tooltip per character, as HTML."""
-    values = trace.cell(cell)
-    scale = colortext.scale_for(cell.quantity, values)
-    next_chars = [[vocab.chars[i] for i in row] for row in trace.next_ids[start:end]]
-    tips = colortext.cell_tooltips(text[start:end], values[start:end], cell.quantity, next_chars,
-                                   trace.next_probs[start:end], offset=start)
-    return (colortext.legend_html(scale, f"{QUANTITY_LABELS[cell.quantity]}, characters {start:,}–{end - 1:,} "
-                                  "(hover a character for its exact value and the model's top-5 next characters)",
-                                  observed=(float(np.nanmin(values)), float(np.nanmax(values))))
-            + colortext.colored_text_html(text[start:end], values[start:end], scale, tips))
+def contents(anchors=tuple(SECTIONS)) -> None:
+    """One line of links to the page's sections (``anchors`` of them): the later ones are far down a long page."""
+    st.markdown("**On this page:** " + " · ".join(f"[{SECTIONS[anchor][0].split('.')[0]}. {SECTIONS[anchor][1]}]"
+                                                   f"(#{anchor})" for anchor in anchors))
 
 
 def _values_table(trace, vocab, text: str, cell: CellId, start: int, end: int) -> pd.DataFrame:
     """The coloured window as a table: what a screen reader reads instead of the colours, and the CSV download."""
     values = trace.cell(cell)[start:end]
-    return pd.DataFrame({
+    columns = {
         "position": np.arange(start, end),
         "character": [colortext.describe_char(ch) for ch in text[start:end]],
         cell.label: values,
-        "top guess for the next character": [colortext.describe_char(vocab.chars[row[0]])
-                                             for row in trace.next_ids[start:end]],
-        "its probability": trace.next_probs[start:end, 0],
-    })
+    }
+    if trace.next_ids.shape[1]:  # states read from a file come without a model's guesses
+        columns["top guess for the next character"] = [colortext.describe_char(vocab.chars[row[0]])
+                                                       for row in trace.next_ids[start:end]]
+        columns["its probability"] = trace.next_probs[start:end, 0]
+    return pd.DataFrame(columns)
 
 
 def colouring_as_text(trace_key: tuple, trace, vocab, text: str, cell: CellId, start: int, end: int,
@@ -140,7 +133,8 @@ def colour_by_cell(trace_key: tuple, trace, vocab, text: str, tracks: dict) -> t
     st.markdown(f"**{cell.label}**: correlation with each feature over all {len(text):,} characters: "
                 + ", ".join(f"{FEATURES[f].label} r = {r[f]:+.2f}" for f in tracks)
                 + f". Strongest: **{FEATURES[best].label}**.")
-    coloured = shared_value(_colouring, trace, vocab, text, cell, start, end, key=(trace_key, cell, start, end))
+    coloured = shared_value(figures.cell_colouring_html, trace, vocab.chars if vocab else "", text, cell, start, end,
+                            key=(trace_key, cell, start, end))
     st.html(coloured)
     colouring_as_text(trace_key, trace, vocab, text, cell, start, end, coloured)
     if st.toggle("Heatmap: every unit of this layer over the window", key=page_key("heatmap")):
@@ -163,7 +157,8 @@ def find_cells(trace_key: tuple, trace, rankings, baseline, text: str, tracks: d
                 "Features overlap (long lines are often deeply indented), so the *clearest* cell is the best one "
                 "among cells that track this feature more than any other. For an on/off feature, the best single "
                 "threshold on the cell is scored too. The last column ranks a **randomly initialised** model of the "
-                "same shape the same way: what it reaches is chance.")
+                "same shape the same way (for states from a file, the same states shifted in time): what it reaches "
+                "is chance.")
     rows = []
     for name, ranking in rankings.items():
         best, chance = ranking.best, baseline[name].best
@@ -213,10 +208,17 @@ def find_cells(trace_key: tuple, trace, rankings, baseline, text: str, tracks: d
         right.button("Show", key=page_key("show", rank), on_click=select_cell, args=(scored.cell, window_start),
                      help="Colour the text above by this cell")
     chance = baseline[feature].by_correlation
-    with st.expander(f"The same ranking for a randomly initialised {trace.kind.upper()} of the same shape"):
-        st.markdown(f"Best |r| by chance: **{abs(chance[0].r):.3f}** against **{abs(ranked[0].r):.3f}** for the "
-                    "trained model. Cells of an untrained network already respond to the characters they read, so "
-                    "features such as 'digit' or 'uppercase' can score well by chance; the gap is what training added.")
+    if trace.kind == "states":
+        title = "The same ranking for the same states, each unit shifted in time"
+        why = ("the states' best. Each unit's values are shifted in time by its own random offset: they keep their "
+               "spread and how slowly they change, but no longer line up with the text, so what they reach is "
+               "chance; the gap is what lines up with the feature.")
+    else:
+        title = f"The same ranking for a randomly initialised {trace.kind.upper()} of the same shape"
+        why = ("the trained model. Cells of an untrained network already respond to the characters they read, so "
+               "features such as 'digit' or 'uppercase' can score well by chance; the gap is what training added.")
+    with st.expander(title):
+        st.markdown(f"Best |r| by chance: **{abs(chance[0].r):.3f}** against **{abs(ranked[0].r):.3f}** for {why}")
         table([{"rank": i + 1, "cell": c.cell.label, "r": c.r} for i, c in enumerate(chance)], decimals={"r": 3})
     return [scored.cell for scored in ranked]
 

@@ -29,7 +29,15 @@ from rnnviz.ui.hidden_state.race import current_runner
 from rnnviz.ui.kit.cache import session_value, value_for
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_int_in, parse_text
-from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY, ModelSource, pretrained_checkpoints
+from rnnviz.ui.kit.models import (
+    LAUNCHED_PREFIX,
+    LIVE_RUN_KEY,
+    UPLOADED_KEY,
+    ModelSource,
+    launched_key,
+    launched_model,
+    pretrained_checkpoints,
+)
 from rnnviz.ui.kit.widgets import for_the_room, literal, plot, table
 
 PAGE = "hidden_state"
@@ -51,7 +59,8 @@ MINGRU_TRADE = (r"Its gate $z_t$ and candidate $\tilde h_t$ read $x_t$ only, nev
                 "trains across all $t$ at once.")
 STRIPS_KEY = ("Each strip is one tensor, one column per unit (a K or V: one row per cached position s, top to "
               "bottom), coloured relative to its own largest |value|: dark blue −max, white 0, dark red +max.")
-SOURCE_LABELS = {"shipped": "shipped", "live": "live-trained", "uploaded": "uploaded", "race": "from the race"}
+SOURCE_LABELS = {"shipped": "shipped", "live": "live-trained", "uploaded": "uploaded", "race": "from the race",
+                 "file": "the model the server was started with"}
 DEFAULT_SENTENCE = "The function returns a list of the values, in order."
 SENTENCE_CHARS = 300
 # The page's settings in its address; t and s change in fragments, which keep the address themselves.
@@ -100,9 +109,15 @@ def _race_copy(trainer) -> torch.nn.Module:
 
 
 def candidates(slot: str) -> list[ModelSource]:
-    """The models that may fill ``slot`` in this session: the shipped one first, then its own of a fitting kind."""
+    """The models that may fill ``slot`` in this session: the one the server was started with (``rnnviz app
+    --model``) when it is of a fitting kind, the shipped one, then the session's own of a fitting kind."""
     kinds = SLOT_KINDS[slot]
     found = []
+    launched, _, _ = launched_model()
+    if launched is not None and launched.config.kind in kinds:
+        found.append(ModelSource(launched_key(), f"yours: {launched_key().removeprefix(LAUNCHED_PREFIX)}",
+                                 launched.model, launched.vocab, launched.corpus, launched.step,
+                                 launched.config.carries_state))
     shipped = pretrained_checkpoints().get(SLOTS[slot])
     if shipped is not None:
         found.append(ModelSource(f"pretrained:{SLOTS[slot]}", f"shipped: {SLOTS[slot]}.pt", shipped.model,

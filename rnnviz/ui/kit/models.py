@@ -1,4 +1,8 @@
-"""Where a page finds a character model to inspect: this session's live run, an upload, or a shipped one.
+"""Where a page finds a character model to inspect: this session's live run, an upload, the model the server was
+started with (``rnnviz app --model FILE``), or a shipped one.
+
+``rnnviz app --model FILE [--vocab FILE]`` passes the file in the environment (``LAUNCHED_MODEL_ENV``); it is
+loaded once per process, read-only and shared like a shipped model, and every model box selects it first.
 
 The live-training page keeps its run in ``st.session_state[LIVE_RUN_KEY]`` (an object with ``.trainer``
 and ``.corpus_name``) and an uploaded checkpoint in ``st.session_state[UPLOADED_KEY]``
@@ -8,9 +12,11 @@ and ``.corpus_name``) and an uploaded checkpoint in ``st.session_state[UPLOADED_
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import streamlit as st
 
@@ -18,19 +24,24 @@ from rnnviz.charlm.checkpoint import Checkpoint, CheckpointError, load_checkpoin
 from rnnviz.charlm.corpus import Corpus, CorpusError, Vocab
 from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import shape_label
 from rnnviz.ui.kit.corpora import builtin_corpus
 
 LIVE_RUN_KEY = "live_run"
 UPLOADED_KEY = "uploaded_checkpoint"
 PRETRAINED_DIR = MODELS_DIR
 CODE_CORPORA = ("python-stdlib",)
+# Set by ``rnnviz app --model … --vocab … --nonlinearity …`` (rnnviz.launch, which cannot import this module).
+LAUNCHED_MODEL_ENV, LAUNCHED_VOCAB_ENV = "RNNVIZ_MODEL", "RNNVIZ_VOCAB"
+LAUNCHED_NONLINEARITY_ENV = "RNNVIZ_NONLINEARITY"
+LAUNCHED_PREFIX = "file:"
 
 
 @dataclass(frozen=True, eq=False)
 class ModelSource:
     """One model a page can inspect."""
 
-    key: str  # stable id: "live", "uploaded", "pretrained:<file stem>" or "race:<contender>"
+    key: str  # stable id: "live", "uploaded", "file:<file name>", "pretrained:<file stem>" or "race:<contender>"
     label: str  # shown in a select box
     model: CharModel
     vocab: Vocab
@@ -40,9 +51,9 @@ class ModelSource:
 
     @property
     def shared(self) -> bool:
-        """A shipped model: read-only weights, the same for every session, so what is computed from it may be
-        computed once per process and shared."""
-        return self.key.startswith("pretrained:")
+        """A shipped model or the one the server was started with: read-only weights, the same for every session,
+        so what is computed from it may be computed once per process and shared."""
+        return self.key.startswith(("pretrained:", LAUNCHED_PREFIX))
 
     @property
     def identity(self) -> Hashable:
@@ -52,7 +63,7 @@ class ModelSource:
 
     @property
     def origin(self) -> str:
-        """"shipped", "live", "uploaded" or "race"."""
+        """"shipped", "live", "uploaded", "file" (given at launch) or "race"."""
         kind = self.key.split(":")[0]
         return "shipped" if kind == "pretrained" else kind
 
@@ -69,8 +80,47 @@ def pretrained_checkpoints() -> dict[str, Checkpoint]:
     return loaded
 
 
+@st.cache_resource(show_spinner="Loading the model the server was started with…")
+def launched_checkpoint(path: str, vocab: str | None, nonlinearity: str = "tanh"
+                        ) -> tuple[Checkpoint | None, list[str], str | None]:
+    """(checkpoint, what the import reported, None) for ``rnnviz app --model PATH [--vocab VOCAB]``, or
+    (None, [], the reason in words) when the file cannot be used; loaded once per process."""
+    from rnnviz.charlm.foreign import load_any  # only a server started with a model needs the importer
+
+    try:
+        checkpoint, report = load_any(path, vocab, nonlinearity=nonlinearity)
+    except CheckpointError as err:
+        return None, [], str(err)
+    return checkpoint, report, None
+
+
+def launched_model() -> tuple[Checkpoint | None, list[str], str | None]:
+    """The model the server was started with, as ``launched_checkpoint`` gives it; (None, [], None) when none."""
+    path = os.environ.get(LAUNCHED_MODEL_ENV)
+    if not path:
+        return None, [], None
+    return launched_checkpoint(path, os.environ.get(LAUNCHED_VOCAB_ENV) or None,
+                               os.environ.get(LAUNCHED_NONLINEARITY_ENV) or "tanh")
+
+
+def launched_key() -> str | None:
+    """The model sources' key of the model the server was started with, when there is one."""
+    path = os.environ.get(LAUNCHED_MODEL_ENV)
+    return LAUNCHED_PREFIX + Path(path).name if path else None
+
+
+def preferred(keys, fallback: str | None = None) -> str | None:
+    """What a model box selects first: the model the server was started with, else ``fallback``, else the first."""
+    keys = list(keys)
+    for key in (launched_key(), fallback):
+        if key is not None and key in keys:
+            return key
+    return keys[0] if keys else None
+
+
 def model_sources() -> list[ModelSource]:
-    """Every model this session can inspect, the session's own first."""
+    """Every model this session can inspect: the session's own first, then the one the server was started with,
+    then the shipped ones."""
     sources = []
     run = st.session_state.get(LIVE_RUN_KEY)
     if run is not None and run.trainer.step > 0:
@@ -81,6 +131,11 @@ def model_sources() -> list[ModelSource]:
     if uploaded is not None:
         sources.append(ModelSource("uploaded", f"Uploaded checkpoint ({uploaded.corpus}, step {uploaded.step})",
                                    uploaded.model, uploaded.vocab, uploaded.corpus, uploaded.step))
+    launched, _, _ = launched_model()
+    if launched is not None:
+        sources.append(ModelSource(launched_key(), f"Your model: {Path(os.environ[LAUNCHED_MODEL_ENV]).name} "
+                                   f"({shape_label(launched.config)})", launched.model, launched.vocab,
+                                   launched.corpus, launched.step))
     for stem, ckpt in pretrained_checkpoints().items():
         sources.append(ModelSource(f"pretrained:{stem}", f"Shipped: {stem} ({ckpt.corpus})", ckpt.model,
                                    ckpt.vocab, ckpt.corpus, ckpt.step))
