@@ -167,3 +167,51 @@ def test_states_given_at_launch_open_in_the_explorer_without_a_model(shipped_sta
         if np.std(tracks[feature]) > 0:
             assert f"{FEATURES[feature].label} r = {np.corrcoef(values, tracks[feature])[0, 1]:+.2f}" in shown
     assert any("each unit shifted in time" in e.label for e in at.expander)
+
+
+def upload(at, key: str, name: str, data: bytes):
+    return at.file_uploader(key=key).set_value((name, data, "application/octet-stream")).run()
+
+
+def test_a_plain_state_dict_uploaded_with_its_vocabulary_is_explored(users_model, text):
+    weights, vocab, model, chars = users_model
+    at = open_page(EXPLORER)
+    upload(at, "explorer_upload", "my_lstm.pt", weights.read_bytes())
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("vocabulary" in e.value for e in at.error), [e.value for e in at.error]  # weights alone: say so
+    upload(at, "explorer_vocab_upload", "vocab.json", vocab.read_bytes())
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["explorer_source"] == "uploaded"
+    assert not at.error, [e.value for e in at.error]
+    assert any("Read a 1 × 24 LSTM with a 12-wide embedding" in s.value for s in at.success)
+    at.radio(key="explorer_text_mode").set_value("own").run()
+    at.text_area(key="explorer_own_text").set_value(text).run()
+    at.selectbox(key="explorer_quantity").set_value("c").run()
+    with torch.no_grad():  # the plain module's c_t, stepped by hand through its own nn.LSTM
+        x = model.embedding(torch.tensor([[chars.index(ch) for ch in text]]))
+        state, cells = None, []
+        for t in range(x.size(1)):
+            _, state = model.lstm(x[:, t:t + 1], state)
+            cells.append(state[1][0, 0])
+    c = torch.stack(cells)[:, int(at.session_state["explorer_unit"])].numpy()
+    tracks = feature_tracks(text, at.session_state["explorer_syntax"])
+    shown = page_text(at)
+    r = np.corrcoef(c, tracks["indent"])[0, 1]
+    assert f"{FEATURES['indent'].label} r = {r:+.2f}" in shown
+
+
+def test_states_uploaded_with_their_text_are_explored_and_a_mismatch_is_explained(shipped_states):
+    states, text_file, trace = shipped_states
+    at = open_page(EXPLORER)
+    upload(at, "explorer_states_upload", "states.npz", states.read_bytes())
+    assert not at.error  # nothing to say until the text is there too
+    upload(at, "explorer_states_text_upload", "short.txt", b"x" * 100)
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(f"{trace.length:,}" in e.value and "100" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.session_state["explorer_source"] == "pretrained:lstm-python-stdlib"  # the page stays as it was
+    upload(at, "explorer_states_text_upload", "input.txt", text_file.read_bytes())
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["explorer_source"] == "states:uploaded"
+    assert at.session_state["explorer_syntax"] == "code"  # Python source reads as code
+    assert "characters from states.npz's text" in page_text(at)
+    assert not any(h.value.startswith("4.") for h in at.header)

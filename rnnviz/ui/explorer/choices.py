@@ -128,7 +128,8 @@ def choose_states_text(source: StatesSource) -> tuple[CellTrace, str, str]:
     trace, text = source.trace(MAX_CHARS)
     cut = f" (the first {MAX_CHARS:,} of {len(source.text):,})" if len(text) < len(source.text) else ""
     st.caption(f"{len(text):,} characters{cut} from {literal(source.states.name)}'s text, one state per character: "
-               f"{trace.layers} layer(s) of {trace.hidden} units, quantities {', '.join(trace.quantities)}. There is "
+               f"{trace.layers} layer{'s' if trace.layers > 1 else ''} of {trace.hidden} units, "
+               f"quantities {', '.join(trace.quantities)}. There is "
                "no model, so nothing here predicts or writes: the sections that need one are left out.")
     if st.session_state.get(SYNTAX_GUESSED) != source.digest:  # new states: read their text as it looks
         st.session_state[SYNTAX], st.session_state[SYNTAX_GUESSED] = guess_syntax(text), source.digest

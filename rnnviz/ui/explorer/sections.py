@@ -156,9 +156,10 @@ def find_cells(trace_key: tuple, trace, rankings, baseline, text: str, tracks: d
                 f"in all) is ranked by |r|, its correlation with each feature over the {len(text):,} characters. "
                 "Features overlap (long lines are often deeply indented), so the *clearest* cell is the best one "
                 "among cells that track this feature more than any other. For an on/off feature, the best single "
-                "threshold on the cell is scored too. The last column ranks a **randomly initialised** model of the "
-                "same shape the same way (for states from a file, the same states shifted in time): what it reaches "
-                "is chance.")
+                "threshold on the cell is scored too. The last column ranks "
+                + ("the **same states with each unit shifted in time**" if trace.kind == "states" else
+                   "a **randomly initialised** model of the same shape")
+                + " the same way: what it reaches is chance.")
     rows = []
     for name, ranking in rankings.items():
         best, chance = ranking.best, baseline[name].best
