@@ -22,6 +22,7 @@ import io
 import os
 import pickle
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -113,23 +114,31 @@ def load_checkpoint(source: str | Path | bytes | BinaryIO, kinds: Sequence[str] 
         raise CheckpointError("The file is empty or far too short to be a checkpoint.")
     if not raw.startswith(b"PK\x03\x04"):
         raise CheckpointError("This is not a PyTorch checkpoint (.pt) file.")
+    return _validate(load_weights_only(raw, "checkpoint"), tuple(kinds))
+
+
+def load_weights_only(raw: bytes, noun: str = "file", pickled_hint: str = ""):
+    """``torch.load(..., weights_only=True, map_location="cpu")`` of a file's bytes, a zip archive checked whole
+    before anything is unpickled; every failure a CheckpointError that calls the file ``noun``."""
+    if raw.startswith(b"PK\x03\x04"):  # torch.save's zip archive (the legacy format is a bare pickle)
+        try:
+            with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+                damaged = archive.testzip()
+        except (zipfile.BadZipFile, EOFError, ValueError):
+            raise CheckpointError(f"The {noun} file is truncated or damaged; save or download it again.") from None
+        if damaged is not None:
+            raise CheckpointError(f"The {noun} file is damaged ({damaged} does not match its checksum).")
     try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            damaged = archive.testzip()
-    except (zipfile.BadZipFile, EOFError, ValueError):
-        raise CheckpointError("The checkpoint file is truncated or damaged; save or download it again.") from None
-    if damaged is not None:
-        raise CheckpointError(f"The checkpoint file is damaged ({damaged} does not match its checksum).")
-    try:
-        payload = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the words below say what matters
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
     except pickle.UnpicklingError:
         raise CheckpointError(
-            "The checkpoint holds Python objects other than tensors and plain values (it may try to run code), "
-            "so it was refused without running it."
+            f"The {noun} holds Python objects other than tensors and plain values (it may try to run code), so it "
+            f"was refused without running it.{pickled_hint}"
         ) from None
     except Exception as err:  # torch raises RuntimeError and friends for damaged archives
-        raise CheckpointError(f"The checkpoint could not be read ({type(err).__name__}); it may be damaged.") from None
-    return _validate(payload, tuple(kinds))
+        raise CheckpointError(f"The {noun} could not be read ({type(err).__name__}); it may be damaged.") from None
 
 
 def _read_bytes(source) -> bytes:

@@ -17,12 +17,8 @@ The file is read with ``torch.load(..., weights_only=True)`` only: pickled objec
 
 from __future__ import annotations
 
-import io
 import json
-import pickle
 import re
-import warnings
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +27,7 @@ from typing import BinaryIO
 import torch
 from torch import Tensor
 
-from rnnviz.charlm.checkpoint import Checkpoint, CheckpointError, _read_bytes, load_checkpoint
+from rnnviz.charlm.checkpoint import Checkpoint, CheckpointError, _read_bytes, load_checkpoint, load_weights_only
 from rnnviz.charlm.corpus import Vocab
 from rnnviz.charlm.train import TrainConfig
 from rnnviz.core.charmodel import CharModel
@@ -475,25 +471,7 @@ def _torch_load(raw: bytes):
             if raw.lstrip()[:1] in (b"[", b"{", b'"') else ""
         raise CheckpointError("This is not a PyTorch checkpoint (.pt) file: neither an rnnviz checkpoint nor a "
                               f"state_dict of weights.{hint}")
-    if raw.startswith(b"PK\x03\x04"):  # torch.save's zip archive: check it whole before unpickling anything
-        try:
-            with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-                damaged = archive.testzip()
-        except (zipfile.BadZipFile, EOFError, ValueError):
-            raise CheckpointError("The file is truncated or damaged; save or download it again.") from None
-        if damaged is not None:
-            raise CheckpointError(f"The file is damaged ({damaged} does not match its checksum).")
-    try:
-        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the words below say what matters
-            warnings.simplefilter("ignore", UserWarning)
-            return torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
-    except pickle.UnpicklingError:
-        raise CheckpointError(
-            "The file holds Python objects other than tensors and plain values (it may try to run code), so it was "
-            "refused without running it. Save the weights alone: torch.save(model.state_dict(), path)."
-        ) from None
-    except Exception as err:  # torch raises RuntimeError and friends for damaged archives
-        raise CheckpointError(f"The file could not be read ({type(err).__name__}); it may be damaged.") from None
+    return load_weights_only(raw, pickled_hint=" Save the weights alone: torch.save(model.state_dict(), path).")
 
 
 def _import_payload(payload, vocab: str | Path | bytes | None, **kw) -> ImportedModel:
