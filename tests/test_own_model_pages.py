@@ -18,6 +18,7 @@ from rnnviz.interpret.finder import trace_cells
 from rnnviz.interpret.states import states_file_bytes
 from rnnviz.interpret.textfeatures import FEATURES, feature_tracks
 from rnnviz.ui.explorer import imports
+from rnnviz.ui.hidden_state.sections import source_key
 from rnnviz.ui.kit import models
 from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text
 from tests.apptest_helpers import open_page, page_text
@@ -143,6 +144,10 @@ def test_a_plain_pytorch_model_given_at_launch_is_the_explorers_and_the_gates_pa
     gates = open_page("app_pages/lstm_gates.py")
     assert not gates.exception, [e.value for e in gates.exception]
     assert gates.session_state["lstm_gates_model"] == "file:my_lstm.pt"
+    side_by_side = open_page("app_pages/hidden_state.py")
+    assert not side_by_side.exception, [e.value for e in side_by_side.exception]
+    assert side_by_side.session_state[source_key("LSTM")] == "file"  # the LSTM slot; the others keep their models
+    assert side_by_side.session_state[source_key("RNN")] == "shipped"
 
 
 def test_states_given_at_launch_open_in_the_explorer_without_a_model(shipped_states, monkeypatch):
