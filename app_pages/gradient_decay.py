@@ -41,10 +41,19 @@ page_header(
     "or **explodes**. Solid curves are measured from real matrices and a real RNN; dashed lines are theory.",
 )
 restore_from_link(sections.PAGE, LINK)
-sections.keep_settings()
-with st.container(horizontal=True, vertical_alignment="bottom"):
-    st.segmented_control("Section", list(sections.SECTIONS), format_func=sections.SECTIONS.get, required=True,
-                         key=sections.SECTION, label_visibility="collapsed")
-    share_link(LINK)
-sections.draw(st.session_state[sections.SECTION])
-mirror_to_link(LINK)
+
+
+# The picker, the open section and its controls change nothing above them: one fragment, so that a move reruns it
+# alone (not the navigation, the sidebar and the title).
+@st.fragment
+def one_section() -> None:
+    sections.keep_settings()  # here: a section switch is a run of this fragment alone, which drops the other's widgets
+    with st.container(horizontal=True, vertical_alignment="bottom"):
+        st.segmented_control("Section", list(sections.SECTIONS), format_func=sections.SECTIONS.get, required=True,
+                             key=sections.SECTION, label_visibility="collapsed")
+        share_link(LINK)
+    sections.draw(st.session_state[sections.SECTION])
+    mirror_to_link(LINK)
+
+
+one_section()

@@ -68,8 +68,6 @@ size_cols[0].markdown(f"**Hidden sizes** $d_\\ell$ (input width $E = {EMBED_DIM}
 sizes = tuple(
     size_cols[i + 1].number_input(f"$d_{i + 1}$", 1, MAX_WIDTH, key=f"stacked_d{i + 1}") for i in range(layers)
 )
-with size_cols[-1]:
-    share_link(LINK)
 mirror_to_link(LINK)
 
 try:
@@ -77,15 +75,27 @@ try:
 except ValueError as err:
     st.error(str(err))
     st.stop()
-run = stack_run(config)
-cells = computation_order(config.layers, len(config.words), order)
-done = step_controls("stacked_step", 1, len(cells), caption=f"cell **{{step}}** of {len(cells)}",
-                     out_of_range="Cell {asked} is past the end of this grid, so the page shows cell {step}.")
-mirror_to_link(LINK)
-layer, t = cells[done - 1]
-plot(shared_figure(grid_figure, run, cells, done, key=(config, order, done)))
 
-st.markdown(cell_sentence(run, layer, t))
+
+# The stepper changes the grid and the sentence under it, nothing else: one fragment, so that a step reruns it alone
+# (not the navigation, the sidebar, the title and the parameter tables). The controls above rerun the page.
+@st.fragment
+def grid(config: StackConfig, order: str) -> None:
+    with st.container(horizontal=True, horizontal_alignment="right"):
+        share_link(LINK)  # in here: the cell it names moves in here
+    run = stack_run(config)  # cached: the page's parameter count below reads the same run
+    cells = computation_order(config.layers, len(config.words), order)
+    done = step_controls("stacked_step", 1, len(cells), caption=f"cell **{{step}}** of {len(cells)}",
+                         out_of_range="Cell {asked} is past the end of this grid, so the page shows cell {step}.")
+    mirror_to_link(LINK)
+    layer, t = cells[done - 1]
+    plot(shared_figure(grid_figure, run, cells, done, key=(config, order, done)))
+
+    st.markdown(cell_sentence(run, layer, t))
+
+
+grid(config, order)
+run = stack_run(config)
 
 st.subheader("Parameters grow linearly with depth")
 left, right = st.columns(2, gap="large")

@@ -47,71 +47,80 @@ restore_from_link("tbptt", LINK)
 for key, default in ((DELAY, 4), (LENGTH, 32), (STEPS, 800)):
     st.session_state.setdefault(key, default)
 
-col_d, col_l, col_steps, col_link = st.columns([3, 3, 3, 2], vertical_alignment="bottom")
-delay = col_d.slider("Delay D", 1, 12, key=DELAY)
-length = col_l.select_slider("Sequence length L", LENGTHS, key=LENGTH)
-steps = col_steps.select_slider("Training steps per run", STEP_COUNTS, key=STEPS)
-with col_link:
-    share_link(LINK)
 
-# K, t and the swept K depend on L: kept inside it when L shrinks (or a link names more than L has).
-st.session_state[VIEW_CHUNK] = min(st.session_state.get(VIEW_CHUNK, 6), length)
-st.session_state[POSITION] = min(st.session_state.get(POSITION, 2 * st.session_state[VIEW_CHUNK]), length)
-st.session_state[CHUNKS] = [k for k in st.session_state.get(CHUNKS, (2, 4, 6, 8, 16)) if k in chunk_choices(length)]
 
-st.subheader("Where the gradient reaches")
-col_k, col_t = st.columns(2)
-view_chunk = col_k.slider("Chunk length K", 1, length, key=VIEW_CHUNK)
-position = col_t.slider("Loss at step t", 1, length, key=POSITION)
-try:
-    base = SweepConfig(delay=delay, length=length, chunks=(view_chunk,), steps=steps, seed=seed())
-except ValueError as err:
-    st.error(str(err))
-    st.stop()
-reach = tbptt_reach(base, view_chunk, position - 1)
-plot(chunk_figure(length, view_chunk, delay, position, reach))
-source = position - delay
-if source < 1:
-    st.caption(f"At $t = {position}$ the target $x_{{t-D}}$ would lie before the sequence: nothing to copy yet.")
-elif reach[source - 1] == 0:
-    st.warning(f"The source $x_{{{source}}}$ lies in an earlier chunk: "
-               f"$\\lVert \\partial L_{{{position}}} / \\partial x_{{{source}}} \\rVert$ is exactly 0, so this "
-               "loss cannot teach the network to keep its input.")
-else:
-    st.success(f"The source $x_{{{source}}}$ is inside the chunk: "
-               f"$\\lVert \\partial L_{{{position}}} / \\partial x_{{{source}}} \\rVert = {reach[source - 1]:.3g}$, "
-               "so this loss can teach the network to keep its input.")
+# Every control below changes only what is below: one fragment, so that a move reruns it alone (not the navigation,
+# the sidebar and the title's equations). Trained runs are cached, so the sweep's figures are redrawn from the cache.
+@st.fragment
+def chunks_and_sweep() -> None:
+    col_d, col_l, col_steps, col_link = st.columns([3, 3, 3, 2], vertical_alignment="bottom")
+    delay = col_d.slider("Delay D", 1, 12, key=DELAY)
+    length = col_l.select_slider("Sequence length L", LENGTHS, key=LENGTH)
+    steps = col_steps.select_slider("Training steps per run", STEP_COUNTS, key=STEPS)
+    with col_link:
+        share_link(LINK)
 
-st.subheader("The experiment: sweep K against D")
-chunks = st.pills("Chunk lengths K to train", chunk_choices(length), selection_mode="multi", key=CHUNKS)
-mirror_to_link(LINK)
-try:
-    config = SweepConfig(delay=delay, length=length, chunks=tuple(sorted(chunks)), steps=steps, seed=seed())
-except ValueError as err:
-    st.warning(str(err))
-    st.stop()
-if all(k > delay for k in config.chunks) or all(k <= delay for k in config.chunks):
-    st.info(f"For the comparison, choose some K ≤ {delay} and some K > {delay}.")
+    # K, t and the swept K depend on L: kept inside it when L shrinks (or a link names more than L has).
+    st.session_state[VIEW_CHUNK] = min(st.session_state.get(VIEW_CHUNK, 6), length)
+    st.session_state[POSITION] = min(st.session_state.get(POSITION, 2 * st.session_state[VIEW_CHUNK]), length)
+    st.session_state[CHUNKS] = [k for k in st.session_state.get(CHUNKS, (2, 4, 6, 8, 16)) if k in chunk_choices(length)]
 
-runs = stored_runs(config)
-missing = [k for k in config.chunks if k not in runs]
-if missing:
-    st.caption(f"A {config.hidden}-unit LSTM, {config.steps} Adam steps per run on {config.alphabet} symbols "
-               f"(chance {config.task.chance:.2f}); runs already trained with these settings are kept.")
-    if st.button(f"Train {len(missing)} run{'s' * (len(missing) > 1)} (K = {', '.join(map(str, missing))})",
-                 key=PAGE("run"), type="primary", icon=":material/play_arrow:"):
-        run_missing(config, missing)
-        st.rerun()  # redraw from the cache, without the button
+    st.subheader("Where the gradient reaches")
+    col_k, col_t = st.columns(2)
+    view_chunk = col_k.slider("Chunk length K", 1, length, key=VIEW_CHUNK)
+    position = col_t.slider("Loss at step t", 1, length, key=POSITION)
+    try:
+        base = SweepConfig(delay=delay, length=length, chunks=(view_chunk,), steps=steps, seed=seed())
+    except ValueError as err:
+        st.error(str(err))
+        st.stop()
+    reach = tbptt_reach(base, view_chunk, position - 1)
+    plot(chunk_figure(length, view_chunk, delay, position, reach))
+    source = position - delay
+    if source < 1:
+        st.caption(f"At $t = {position}$ the target $x_{{t-D}}$ would lie before the sequence: nothing to copy yet.")
+    elif reach[source - 1] == 0:
+        st.warning(f"The source $x_{{{source}}}$ lies in an earlier chunk: "
+                   f"$\\lVert \\partial L_{{{position}}} / \\partial x_{{{source}}} \\rVert$ is exactly 0, so this "
+                   "loss cannot teach the network to keep its input.")
+    else:
+        st.success(f"The source $x_{{{source}}}$ is inside the chunk: "
+                   f"$\\lVert \\partial L_{{{position}}} / \\partial x_{{{source}}} \\rVert = "
+                   f"{reach[source - 1]:.3g}$, so this loss can teach the network to keep its input.")
 
-if runs:
-    shown = [runs[k] for k in config.chunks if k in runs]
-    cols = st.columns(len(shown))
-    for col, run in zip(cols, shown):
-        col.metric(f"K = {run.chunk}", f"{run.accuracy:.2f}", help=f"trained in {run.seconds:.1f} s")
-    left, right = st.columns(2)
-    with left:
-        plot(sweep_figure(shown, delay, config.task.chance))
-    with right:
-        plot(curves_figure(shown, delay, config.task.chance))
-    st.caption(f"Training time for these runs: {sum(r.seconds for r in shown):.1f} s in all. Just above D only "
-               "the last K − D steps of each chunk see their source, so K = D + 1 learns much more slowly.")
+    st.subheader("The experiment: sweep K against D")
+    chunks = st.pills("Chunk lengths K to train", chunk_choices(length), selection_mode="multi", key=CHUNKS)
+    mirror_to_link(LINK)
+    try:
+        config = SweepConfig(delay=delay, length=length, chunks=tuple(sorted(chunks)), steps=steps, seed=seed())
+    except ValueError as err:
+        st.warning(str(err))
+        st.stop()
+    if all(k > delay for k in config.chunks) or all(k <= delay for k in config.chunks):
+        st.info(f"For the comparison, choose some K ≤ {delay} and some K > {delay}.")
+
+    runs = stored_runs(config)
+    missing = [k for k in config.chunks if k not in runs]
+    if missing:
+        st.caption(f"A {config.hidden}-unit LSTM, {config.steps} Adam steps per run on {config.alphabet} symbols "
+                   f"(chance {config.task.chance:.2f}); runs already trained with these settings are kept.")
+        if st.button(f"Train {len(missing)} run{'s' * (len(missing) > 1)} (K = {', '.join(map(str, missing))})",
+                     key=PAGE("run"), type="primary", icon=":material/play_arrow:"):
+            run_missing(config, missing)
+            st.rerun()  # redraw from the cache, without the button
+
+    if runs:
+        shown = [runs[k] for k in config.chunks if k in runs]
+        cols = st.columns(len(shown))
+        for col, run in zip(cols, shown):
+            col.metric(f"K = {run.chunk}", f"{run.accuracy:.2f}", help=f"trained in {run.seconds:.1f} s")
+        left, right = st.columns(2)
+        with left:
+            plot(sweep_figure(shown, delay, config.task.chance))
+        with right:
+            plot(curves_figure(shown, delay, config.task.chance))
+        st.caption(f"Training time for these runs: {sum(r.seconds for r in shown):.1f} s in all. Just above D only "
+                   "the last K − D steps of each chunk see their source, so K = D + 1 learns much more slowly.")
+
+
+chunks_and_sweep()

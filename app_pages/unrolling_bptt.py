@@ -46,43 +46,52 @@ for key, default in ((STEPS, 6), (HIDDEN, 3), (GAIN, 1.0), (ATTACH, "many-to-man
 # The gain slider moves in quarters: a link's 1.3 is shown at the nearest quarter the slider has.
 st.session_state[GAIN] = round(st.session_state[GAIN] * 4) / 4
 
-col_t, col_h, col_gain = st.columns(3)
-steps = col_t.slider("Steps T", 2, MAX_STEPS, key=STEPS)
-hidden = col_h.slider("Hidden size H", 1, MAX_HIDDEN, key=HIDDEN)
-gain = col_gain.slider("Scale of $W_{hh}$", 0.25, 3.0, step=0.25, key=GAIN,
-                       help="Multiplies the random W_hh: larger values make the Jacobians larger.")
-col_attach, col_option, col_link = st.columns([2, 1, 0.75], vertical_alignment="bottom")
-attach = col_attach.segmented_control("Where the loss attaches", ATTACHMENTS, key=ATTACH, required=True)
-pool, feed = "last", "zeros"
-if attach == "many-to-one":
-    pool = col_option.radio("The loss reads", POOLS, key=POOL, horizontal=True,
-                            format_func={"last": "$h_T$ only", "mean": "the mean of all $h_t$"}.get)
-elif attach == "one-to-many":
-    feed = col_option.radio("Inputs after $x_1$", FEEDS, key=FEED, horizontal=True)
-with col_link:
-    share_link(LINK)
-mirror_to_link(LINK)
 
-config = UnrollConfig(steps=steps, hidden=hidden, attach=attach, pool=pool, feed=feed, gain=gain, seed=seed())
-result = unroll_result(config)
 
-plot(unrolled_figure(result))
-if config.feeds_back:
-    st.caption("With the previous output fed back, $x_t = y_{t-1}$ opens a second path from $h_{t-1}$ to $h_t$, "
-               "so each edge's Jacobian is $\\operatorname{diag}(\\tanh'(a_t))\\,(W_{hh} + W_{xh} W_{hy})$.")
+# Every control below changes every figure below and nothing above: one fragment, so that a move reruns it alone
+# (not the navigation, the sidebar and the title's equations).
+@st.fragment
+def unrolled() -> None:
+    col_t, col_h, col_gain = st.columns(3)
+    steps = col_t.slider("Steps T", 2, MAX_STEPS, key=STEPS)
+    hidden = col_h.slider("Hidden size H", 1, MAX_HIDDEN, key=HIDDEN)
+    gain = col_gain.slider("Scale of $W_{hh}$", 0.25, 3.0, step=0.25, key=GAIN,
+                           help="Multiplies the random W_hh: larger values make the Jacobians larger.")
+    col_attach, col_option, col_link = st.columns([2, 1, 0.75], vertical_alignment="bottom")
+    attach = col_attach.segmented_control("Where the loss attaches", ATTACHMENTS, key=ATTACH, required=True)
+    pool, feed = "last", "zeros"
+    if attach == "many-to-one":
+        pool = col_option.radio("The loss reads", POOLS, key=POOL, horizontal=True,
+                                format_func={"last": "$h_T$ only", "mean": "the mean of all $h_t$"}.get)
+    elif attach == "one-to-many":
+        feed = col_option.radio("Inputs after $x_1$", FEEDS, key=FEED, horizontal=True)
+    with col_link:
+        share_link(LINK)
+    mirror_to_link(LINK)
 
-bars, check = st.columns(2, gap="large")
-with bars:
-    plot(step_contributions_figure(result))
-    st.caption("Step 1 adds nothing: its contribution is $\\delta_1 h_0^\\top$ and $h_0 = 0$. Far from the "
-               "losses, the contributions shrink when the Jacobians' norms are below 1.")
-with check:
-    st.markdown("**The sum of the per-step parts is the whole gradient**")
-    if hidden <= 4:
-        for line in gradient_sum_latex(result):
-            st.latex(line)
-    c1, c2 = st.columns(2)
-    c1.metric("max |Σ parts − autograd|", f"{result.max_abs_difference:.1e}")
-    c2.metric("loss L", f"{result.loss:.4f}")
-    st.caption("The parts come from a backward pass written by hand ($\\delta_t$ recursion); the total comes "
-               "from torch's autograd on the single shared parameter. In float64 they agree to rounding.")
+    config = UnrollConfig(steps=steps, hidden=hidden, attach=attach, pool=pool, feed=feed, gain=gain, seed=seed())
+    result = unroll_result(config)
+
+    plot(unrolled_figure(result))
+    if config.feeds_back:
+        st.caption("With the previous output fed back, $x_t = y_{t-1}$ opens a second path from $h_{t-1}$ to $h_t$, "
+                   "so each edge's Jacobian is $\\operatorname{diag}(\\tanh'(a_t))\\,(W_{hh} + W_{xh} W_{hy})$.")
+
+    bars, check = st.columns(2, gap="large")
+    with bars:
+        plot(step_contributions_figure(result))
+        st.caption("Step 1 adds nothing: its contribution is $\\delta_1 h_0^\\top$ and $h_0 = 0$. Far from the "
+                   "losses, the contributions shrink when the Jacobians' norms are below 1.")
+    with check:
+        st.markdown("**The sum of the per-step parts is the whole gradient**")
+        if hidden <= 4:
+            for line in gradient_sum_latex(result):
+                st.latex(line)
+        c1, c2 = st.columns(2)
+        c1.metric("max |Σ parts − autograd|", f"{result.max_abs_difference:.1e}")
+        c2.metric("loss L", f"{result.loss:.4f}")
+        st.caption("The parts come from a backward pass written by hand ($\\delta_t$ recursion); the total comes "
+                   "from torch's autograd on the single shared parameter. In float64 they agree to rounding.")
+
+
+unrolled()

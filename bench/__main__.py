@@ -43,6 +43,7 @@ BENCHMARKS = [
     "ngram_fit",
     "connectivity_speed",
     "seq2seq",
+    "browser_latency",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

@@ -1,0 +1,181 @@
+"""How fast each lesson control answers in a real browser (Chromium, 1400 × 900), against a warm server.
+
+One server is started; every page is opened once, untimed (the server's imports, shipped models and shared figures
+are built then). Then, per control, MOVES moves to values the session has not shown yet (→ on a slider, a click on
+Step or +), so that no cache hides the work. The clock runs in the page's own time from the key press or pointer
+press to the page's last change: the app's script state back to not-running after a run that started after the
+press, every chart drawn, and nothing changed under the document for SETTLED_MS (the quiet wait itself is not
+counted). Each row has the median and the worst (p95 of 5 is the worst) beside the page's rerun with nothing
+changed (the "r" shortcut), timed the same way, and the 100 ms target.
+
+`--largest` is not offered: the controls' largest sizes are set by the page's links (e.g. ``?K=300&H=64``), and
+CONTROLS names them where a row measures them.
+
+Usage: python -m bench browser_latency   (needs Debian's chromium; a few minutes)
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass
+
+from bench.common import print_table
+from tests.e2e.harness import APP_IDLE, CHROMIUM_ARGS, find_chromium, streamlit_server, wait_idle
+
+MOVES = 5
+SETTLED_MS = 400  # the page must stay unchanged this long for the answer to count as complete
+TARGET_MEDIAN_S, TARGET_P95_S = 0.100, 0.200
+VIEWPORT = {"width": 1400, "height": 900}
+
+
+@dataclass(frozen=True)
+class Control:
+    page: str  # the page's address, with any query that sets it up
+    name: str  # the row's name
+    kind: str  # "slider" (→ on the slider labelled ``label``) or "button" (a click on the button named ``label``)
+    label: str
+    key: str | None = None  # the widget's key, to find a button among several of the same name
+    press: str = "ArrowRight"  # the key that moves a slider (ArrowLeft where the default sits near the top)
+
+
+CONTROLS = [
+    Control("hand-built-rnn?bits=0,1,1,0,1,1,1,0,0,1", "Hand-built RNN: Step", "button", "Step",
+            "handbuilt_step_forward"),
+    Control("unrolling-bptt", "Unrolling: Steps T", "slider", "Steps T"),
+    Control("unrolling-bptt", "Unrolling: Hidden size H", "slider", "Hidden size H"),
+    Control("truncated-bptt", "Truncated BPTT: Chunk length K", "slider", "Chunk length K"),
+    Control("truncated-bptt", "Truncated BPTT: Loss at step t", "slider", "Loss at step t"),
+    Control("stacked-rnns", "Stacked RNNs: Step", "button", "Step", "stacked_step_forward"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): σ₁", "slider", "σ₁"),
+    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): σ₁", "slider", "σ₁"),
+    Control("gradient-decay?section=sum", "Gradient decay (per-step sum): K", "slider", "K = T"),
+    Control("gradient-decay?section=lstm", "Gradient decay (LSTM path): b_f", "slider", "forget-gate bias b_f",
+            press="ArrowLeft"),
+    Control("lstm-gates", "LSTM gates: forget gate f", "slider", "forget gate f"),
+    Control("hidden-state", "Hidden state: t", "slider", "t: the last character read"),
+    Control("hidden-cell-explorer", "Explorer: Unit +", "button", "", "explorer_unit"),
+]
+
+WATCH = """() => {
+    window.__bench = {pressed: null, last: performance.now(), states: []};
+    const watch = () => {
+        new MutationObserver(() => { window.__bench.last = performance.now(); })
+            .observe(document.documentElement, {subtree: true, childList: true, attributes: true,
+                                                characterData: true});
+        const app = document.querySelector("[data-testid='stApp']");
+        new MutationObserver(() => window.__bench.states.push(
+            [app.getAttribute("data-test-script-state"), performance.now()]))
+            .observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
+    };
+    const poll = () => { if (!document.querySelector("[data-testid='stApp']")) return setTimeout(poll, 5);
+                         watch(); };
+    if (document.documentElement) poll(); else document.addEventListener("DOMContentLoaded", poll);
+}"""
+
+ARM = """() => { window.__bench.pressed = null;
+    for (const kind of ["keydown", "pointerdown"])
+        document.addEventListener(kind, () => { window.__bench.pressed ??= performance.now(); },
+                                  {capture: true, once: true}); }"""
+
+# Seconds from the press to the page's last change, once a run has started after the press and ended, every chart
+# is drawn and nothing has changed for settledMs; else null.
+SETTLED = """(settledMs) => {
+    const b = window.__bench;
+    if (b.pressed === null) return null;
+    // A quick run can go from "rerunRequested" straight back to "notRunning": either state counts as a start.
+    const ran = b.states.some(([state, at]) => (state === "running" || state === "rerunRequested")
+                                               && at >= b.pressed);
+    const app = document.querySelector("[data-testid='stApp']");
+    const idle = app.getAttribute("data-test-script-state") === "notRunning";
+    const drawn = [...document.querySelectorAll("[data-testid='stPlotlyChart']")]
+        .every(chart => chart.querySelector('.main-svg') !== null);
+    if (!ran || !idle || !drawn || performance.now() - b.last < settledMs) return null;
+    const ended = b.states.filter(([state, at]) => state === "notRunning" && at >= b.pressed).map(([, at]) => at);
+    return [(b.last - b.pressed) / 1000, (Math.max(...ended) - b.pressed) / 1000];
+}"""
+
+
+def _settled(page, timeout_s: float = 120.0) -> tuple[float, float]:
+    """(seconds from the press to the page's last change, to the end of the script run)."""
+    deadline = time.monotonic() + timeout_s
+    while (elapsed := page.evaluate(SETTLED, SETTLED_MS)) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the page did not settle within {timeout_s:.0f} s")
+        time.sleep(0.02)
+    return tuple(elapsed)
+
+
+def _open(page, url: str, address: str) -> None:
+    page.goto(f"{url}/{address}", wait_until="commit")
+    page.wait_for_selector(APP_IDLE, timeout=240_000)
+    wait_idle(page, 240_000)
+    page.wait_for_timeout(SETTLED_MS)
+    if page.locator("[data-testid='stException']").count():
+        raise RuntimeError(f"{address} raised an exception")
+
+
+def _move(page, control: Control) -> tuple[float, float]:
+    """One move of the control to a value it has not had; seconds until the page has settled."""
+    page.wait_for_selector(APP_IDLE)
+    page.evaluate(ARM)
+    if control.kind == "slider":
+        thumb = page.locator("[data-testid='stSlider']").filter(has_text=control.label).first.get_by_role("slider")
+        thumb.focus()
+        page.evaluate(ARM)  # focusing can itself be a key or pointer event in some builds: arm again
+        thumb.press(control.press)
+    elif control.label:
+        page.locator(f".st-key-{control.key} button").first.click()
+    else:  # a number input's + (step up)
+        page.locator(f".st-key-{control.key} [data-testid='stNumberInputStepUp']").click()
+    return _settled(page)
+
+
+def _idle_rerun(page) -> tuple[float, float]:
+    """The page's rerun with nothing changed: the "r" shortcut, with the focus on no control."""
+    page.wait_for_selector(APP_IDLE)
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    page.evaluate(ARM)
+    page.keyboard.press("r")
+    return _settled(page)
+
+
+def run() -> dict:
+    from playwright.sync_api import sync_playwright
+
+    load_before = os.getloadavg()
+    results, rows = {}, []
+    with streamlit_server() as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport=VIEWPORT)
+        for address in dict.fromkeys(c.page for c in CONTROLS):  # warm the server: every page once
+            warm = context.new_page()
+            _open(warm, url, address)
+            warm.close()
+        for control in CONTROLS:
+            page = context.new_page()
+            page.add_init_script(f"({WATCH})()")
+            _open(page, url, control.page)
+            idle = [_idle_rerun(page)[0] for _ in range(3)]
+            timed = [_move(page, control) for _ in range(MOVES)]
+            moves, runs = [m for m, _ in timed], [r for _, r in timed]
+            if page.locator("[data-testid='stException']").count():
+                raise RuntimeError(f"{control.name} raised an exception")
+            page.close()
+            median, worst = statistics.median(moves), max(moves)
+            results[control.name] = {"median_s": round(median, 3), "worst_s": round(worst, 3),
+                                     "run_ended_s": round(statistics.median(runs), 3),
+                                     "idle_rerun_s": round(statistics.median(idle), 3),
+                                     "moves_s": [round(m, 3) for m in moves]}
+            rows.append([control.name, f"{median * 1000:.0f}", f"{worst * 1000:.0f}",
+                         f"{statistics.median(runs) * 1000:.0f}",
+                         f"{statistics.median(idle) * 1000:.0f}",
+                         "yes" if median <= TARGET_MEDIAN_S and worst <= TARGET_P95_S else "no"])
+            print(f"  {control.name}: {median * 1000:.0f} ms median", flush=True)
+        browser.close()
+    print_table(f"Lesson controls in Chromium: ms from the press to the page settled ({MOVES} moves to new values; "
+                f"target median ≤ {TARGET_MEDIAN_S * 1000:.0f}, p95 ≤ {TARGET_P95_S * 1000:.0f})",
+                ["control", "median", "worst", "run ended", "page rerun", "on target"], rows)
+    return {"controls": results, "moves": MOVES, "target_median_s": TARGET_MEDIAN_S, "target_p95_s": TARGET_P95_S,
+            "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()]}
