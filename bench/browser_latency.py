@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 
 from bench.common import print_table
+from bench.hidden_state_page import WATCH  # the last change under the document, and the script states
 from tests.e2e.harness import APP_IDLE, CHROMIUM_ARGS, find_chromium, streamlit_server, wait_idle
 
 MOVES = 5
@@ -57,22 +58,6 @@ CONTROLS = [
     Control("hidden-state", "Hidden state: t", "slider", "t: the last character read"),
     Control("hidden-cell-explorer", "Explorer: Unit +", "button", "", "explorer_unit"),
 ]
-
-WATCH = """() => {
-    window.__bench = {pressed: null, last: performance.now(), states: []};
-    const watch = () => {
-        new MutationObserver(() => { window.__bench.last = performance.now(); })
-            .observe(document.documentElement, {subtree: true, childList: true, attributes: true,
-                                                characterData: true});
-        const app = document.querySelector("[data-testid='stApp']");
-        new MutationObserver(() => window.__bench.states.push(
-            [app.getAttribute("data-test-script-state"), performance.now()]))
-            .observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
-    };
-    const poll = () => { if (!document.querySelector("[data-testid='stApp']")) return setTimeout(poll, 5);
-                         watch(); };
-    if (document.documentElement) poll(); else document.addEventListener("DOMContentLoaded", poll);
-}"""
 
 ARM = """() => { window.__bench.pressed = null;
     for (const kind of ["keydown", "pointerdown"])
