@@ -104,9 +104,9 @@ def choose_model() -> ModelSource | StatesSource:
                  "session has not trained or uploaded one. Train one on the live-training page, or upload one below.")
     if st.session_state.get(SOURCE) not in sources:
         first = preferred([key for key in sources if not key.startswith(STATES_PREFIX)], DEFAULT_MODEL)
-        launched_states_key = next((key for key in sources if key.startswith(STATES_PREFIX)), None)
-        if launched is None and launched_states_key is not None:
-            first = launched_states_key
+        states_key = next((key for key in sources if key.startswith(STATES_PREFIX)), None)
+        if launched is None and states_key is not None:  # started with states and no model: open on the states
+            first = states_key
         if SOURCE in st.session_state:
             st.warning(f"The model named in the link (model={literal(str(st.session_state[SOURCE])[:60])}) is not "
                        f"available here; showing {sources[first].label if first else 'nothing'}.",
