@@ -18,5 +18,11 @@ def numbers(field) -> np.ndarray:
     return np.asarray(field)
 
 
-def annotation_texts(spec: dict) -> list[str]:
-    return [a.get("text", "") for a in spec["layout"].get("annotations", [])]
+def figure_texts(spec: dict) -> list[str]:
+    """Every label the figure writes: its annotations' texts and its text traces' (a diagram's labels are one text
+    trace per subplot, rnnviz.figures.canvas)."""
+    labels = [a.get("text", "") for a in spec["layout"].get("annotations", [])]
+    for trace in spec["data"]:
+        if "text" in trace.get("mode", "").split("+") and isinstance(trace.get("text"), list):
+            labels.extend(trace["text"])
+    return labels

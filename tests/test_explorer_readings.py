@@ -151,3 +151,29 @@ def test_the_contents_line_links_every_sections_anchor(opened):
     for anchor, (title, short) in SECTIONS.items():
         assert f"[{title.split('.')[0]}. {short}](#{anchor})" in line
         assert headers[title] == anchor
+
+
+def test_a_long_passages_surprisal_figure_draws_each_buckets_lowest_to_highest_character(engine):
+    from rnnviz.figures.explorer import MAX_LINE_POINTS, MAX_SURPRISAL_DOTS, SURPRISAL_BUCKETS, surprisal_figure
+
+    _, _, found, _ = engine
+    values = np.tile(found.surprisal, 2)  # 20,000 characters: more than the figure draws one by one
+    low, high, line = surprisal_figure(values, (0, 2000)).data
+    known = np.flatnonzero(np.isfinite(values))  # the first character has no surprisal (nothing before it)
+    assert len(known) == len(values) - 2 > MAX_SURPRISAL_DOTS
+    size = int(high.name.split("every ")[1].split()[0])
+    assert size == -(-len(known) // SURPRISAL_BUCKETS) and len(numbers(high.y)) <= SURPRISAL_BUCKETS
+    for k, first in enumerate(range(0, len(known), size)):  # each run of `size` known characters, by hand
+        members = known[first:first + size]
+        assert numbers(low.y)[k] == values[members].min() and numbers(high.y)[k] == values[members].max()
+        assert numbers(high.customdata)[k] == members[np.argmax(values[members])]  # where its spike is
+    assert high.fill == "tonexty"  # the band between the two
+    # The line is the 25-character mean, read at its own positions.
+    at = numbers(line.x).astype(int)
+    assert len(at) <= MAX_LINE_POINTS
+    for t in at[1:-1:97]:
+        np.testing.assert_allclose(numbers(line.y)[list(at).index(t)], values[t - 12:t + 13].mean(), rtol=1e-9)
+    dots = surprisal_figure(found.surprisal[:1000], (0, 500)).data[0]
+    assert dots.name == "one character"  # a short passage: every known character, a dot each
+    np.testing.assert_array_equal(numbers(dots.x), np.arange(1, 1000))
+    np.testing.assert_array_equal(numbers(dots.y), found.surprisal[1:1000])

@@ -303,3 +303,16 @@ def test_figures_draw_measured_solid_and_theory_dashed_on_labelled_log_axes():
     both = figures.decay_figure(decay, 1.05, cell=cell)
     assert [t.name.split(",")[0] for t in both.data] == ["measured ‖∂h_T/∂h_k‖", "measured ‖∂c_T/∂c_k‖"]
     assert list(both.data[1].y) == pytest.approx(cell.cell_path.tolist())
+
+
+def test_the_tanh_prime_histogram_counts_every_value_in_its_bin():
+    from rnnviz.figures.gradients import TANH_PRIME_BIN, tanh_prime_figure
+
+    curves = gradients.decay_curves(gradients.TanhRNNConfig(hidden=16, sigma=1.05, steps=150))
+    values = curves.tanh_prime
+    bars = tanh_prime_figure(values).data[0]
+    assert sum(bars.y) == values.size  # every tanh′ of every unit at every step, in one bar
+    for centre, count in zip(bars.x, bars.y):
+        low, high = centre - TANH_PRIME_BIN / 2, centre + TANH_PRIME_BIN / 2
+        in_bin = (values >= low - 1e-12) & ((values < high - 1e-12) | ((high > 1 - 1e-9) & (values <= 1.0)))
+        assert count == int(in_bin.sum()), (centre, count)

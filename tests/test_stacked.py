@@ -18,7 +18,7 @@ from rnnviz.lessons.stacked import (
     run_stack,
 )
 from tests.apptest_helpers import open_page, page_text
-from tests.figure_helpers import annotation_texts, figure
+from tests.figure_helpers import figure, figure_texts
 
 
 def _inputs(config: StackConfig) -> torch.Tensor:
@@ -133,7 +133,7 @@ def test_page_steps_through_the_grid_in_computation_order():
     assert f"h_{{1}}^{{(1)}} = {_vec(run.h[0][0])}$ from below" in text
     assert f"h_{{1}}^{{(2)}} = {_vec(run.h[1][0])}" in text
     # The grid shows every computed cell's numbers, and none of the cells still to come.
-    labels = " ".join(annotation_texts(figure(at)))
+    labels = " ".join(figure_texts(figure(at)))
     assert f"{run.h[0][2][0]:+.2f}".replace("-", "−") in labels
     assert labels.count("<b>h</b>") == 4
     at.radio(key="stacked_order").set_value("step by step").run()

@@ -9,7 +9,7 @@ from torch.autograd.functional import jacobian
 from rnnviz.core.cells import CellWeights, rnn_cell
 from rnnviz.lessons.unroll import UnrollConfig, build_network, forward, unroll
 from tests.apptest_helpers import open_page, page_text
-from tests.figure_helpers import annotation_texts, figure, numbers
+from tests.figure_helpers import figure, figure_texts, numbers
 
 PAGE = "app_pages/unrolling_bptt.py"
 
@@ -113,7 +113,7 @@ def test_page_shows_the_measured_norms_and_the_gradient_check():
     at = open_page(PAGE)
     assert not at.exception
     result = unroll(UnrollConfig())
-    labels = annotation_texts(figure(at))
+    labels = figure_texts(figure(at))
     for norm in result.jacobian_norms:
         assert f"{norm:.2f}" in labels  # every recurrent edge carries its ‖∂h_t/∂h_{t−1}‖₂
     bars = figure(at, 1)["data"][0]

@@ -3,6 +3,13 @@
 plotly's ``add_shape`` and ``add_annotation`` re-validate the whole list on every call, so a diagram with a
 hundred arrows took half a second to build. Collecting the items here and building the figure once keeps a
 diagram to a few tens of milliseconds, well inside a page's one-second budget.
+
+Arrows and plain labels become traces, not annotations: a browser draws an annotation as its own group, measures
+its text and (for an arrow) the length of its path, one at a time, and Streamlit mounts a chart anew whenever its
+figure changes. As one line trace per arrow colour (heads as ``arrow`` markers turned along the line) and one text
+trace per subplot, the unrolled graph of Unrolling & BPTT draws in about half the time (plotly.js in Chromium,
+newPlot: 79 → 47 ms at T = 6, measured with its before/after figures side by side). A label with any setting of
+its own (an anchor, a background, a shift) stays an annotation.
 """
 
 from __future__ import annotations
@@ -19,13 +26,16 @@ class Canvas:
         self.shapes: list[dict[str, Any]] = []
         self.annotations: list[dict[str, Any]] = []
         self.traces: list[dict[str, Any]] = []
+        # (colour, width, axes) → x, y and marker sizes of its arrows, None between them
+        self._arrows: dict[tuple, tuple[list, list, list]] = {}
+        self._labels: dict[tuple, dict[str, list]] = {}  # axes → the plain labels' x, y, text, colour and size
 
     def arrow(self, x0, y0, x1, y1, colour: str, width: float = 1.5, axes=("x", "y"), size: float = 1.0) -> None:
-        """An arrow from (x0, y0) to (x1, y1), head at the end."""
-        xref, yref = axes
-        self.annotations.append(dict(x=x1, y=y1, ax=x0, ay=y0, xref=xref, yref=yref, axref=xref, ayref=yref,
-                                     showarrow=True, arrowhead=2, arrowsize=size, arrowwidth=width,
-                                     arrowcolor=colour, text=""))
+        """An arrow from (x0, y0) to (x1, y1), head at the end (``size`` scales the head)."""
+        xs, ys, heads = self._arrows.setdefault((colour, width, tuple(axes)), ([], [], []))
+        xs.extend([x0, x1, None])
+        ys.extend([y0, y1, None])
+        heads.extend([0, round(size * (5 + 3 * width), 1), 0])
 
     def line(self, x0, y0, x1, y1, colour: str, width: float = 1.0, dash: str | None = None, axes=("x", "y")) -> None:
         self.shapes.append(dict(type="line", x0=x0, y0=y0, x1=x1, y1=y1, xref=axes[0], yref=axes[1],
@@ -41,13 +51,30 @@ class Canvas:
                                 line=dict(color=colour, width=width)))
 
     def text(self, x, y, text: str, size: float, colour: str = "#222", axes=("x", "y"), **extra) -> None:
-        self.annotations.append(dict(x=x, y=y, text=text, showarrow=False, xref=axes[0], yref=axes[1],
-                                     font=dict(size=size, color=colour), **extra))
+        """A label centred on (x, y); with ``extra`` (anchors, a background, a shift) or on the paper, an
+        annotation."""
+        if extra or "paper" in axes:
+            self.annotations.append(dict(x=x, y=y, text=text, showarrow=False, xref=axes[0], yref=axes[1],
+                                         font=dict(size=size, color=colour), **extra))
+            return
+        labels = self._labels.setdefault(tuple(axes), {"x": [], "y": [], "text": [], "color": [], "size": []})
+        for field, value in (("x", x), ("y", y), ("text", text), ("color", colour), ("size", size)):
+            labels[field].append(value)
 
     def trace(self, trace: dict[str, Any], axes=("x", "y")) -> None:
         """A trace given as a dict (type="scatter", …), placed on the given axes."""
         self.traces.append({**trace, "xaxis": axes[0], "yaxis": axes[1]})
 
     def figure(self, **layout: Any) -> go.Figure:
-        """The finished figure; ``layout`` holds the axes and anything else the layout needs."""
-        return go.Figure(data=self.traces, layout=dict(shapes=self.shapes, annotations=self.annotations, **layout))
+        """The finished figure; ``layout`` holds the axes and anything else the layout needs. Arrows are drawn
+        over the traces given, as the annotations were (a head may end on a node), and labels over both."""
+        arrows = [dict(type="scatter", x=xs, y=ys, mode="lines+markers", line=dict(color=colour, width=width),
+                       marker=dict(symbol="arrow", angleref="previous", size=heads, color=colour, standoff=0),
+                       hoverinfo="skip", showlegend=False, xaxis=axes[0], yaxis=axes[1])
+                  for (colour, width, axes), (xs, ys, heads) in self._arrows.items()]
+        labels = [dict(type="scatter", x=lab["x"], y=lab["y"], text=lab["text"], mode="text",
+                       textfont=dict(color=lab["color"], size=lab["size"]), hoverinfo="skip", showlegend=False,
+                       xaxis=axes[0], yaxis=axes[1])
+                  for axes, lab in self._labels.items()]
+        return go.Figure(data=self.traces + arrows + labels,
+                         layout=dict(shapes=self.shapes, annotations=self.annotations, **layout))

@@ -133,12 +133,26 @@ def decay_sentence(curves: DecayCurves, sigma: float) -> str:
     return sentence
 
 
+TANH_PRIME_BIN = 0.025
+
+
+def tanh_prime_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bin edges, counts) of tanh′ values over [0, 1] in bins of TANH_PRIME_BIN, the last one closed (tanh′ = 1
+    where h_t = 0)."""
+    edges = np.arange(round(1 / TANH_PRIME_BIN) + 1) * TANH_PRIME_BIN
+    counts, _ = np.histogram(values, bins=edges)
+    return edges, counts
+
+
 def tanh_prime_figure(values: np.ndarray, height: int = 360) -> go.Figure:
-    """Histogram of every tanh′(a_t) met on the forward run, with its mean marked."""
+    """Histogram of every tanh′(a_t) met on the forward run, with its mean marked. Binned here: the page sends 40
+    counts, not the H × K values (150 kB at H = 64, K = 150) for the browser to bin on every move."""
     mean = float(values.mean())
-    fig = go.Figure(go.Histogram(
-        x=values, xbins=dict(start=0, end=1.0001, size=0.025), marker_color=PALETTE["measured"],
-        hovertemplate="tanh′ in %{x}<br>%{y} values<extra></extra>",
+    edges, counts = tanh_prime_counts(values)
+    fig = go.Figure(go.Bar(
+        x=(edges[:-1] + edges[1:]) / 2, y=counts, width=TANH_PRIME_BIN * 0.95, marker_color=PALETTE["measured"],
+        customdata=[f"[{a:.3f}, {b:.3f}{']' if b >= 1 else ')'}" for a, b in zip(edges[:-1], edges[1:])],
+        hovertemplate="tanh′ in %{customdata}<br>%{y} values<extra></extra>",
     ))
     fig.add_vline(x=mean, line=dict(color=PALETTE["highlight"], width=3),
                   annotation_text=f"mean tanh′ = {mean:.2f}", annotation_position="top left",
@@ -146,7 +160,7 @@ def tanh_prime_figure(values: np.ndarray, height: int = 360) -> go.Figure:
     fig.update_xaxes(title_text="tanh′(a_t) = 1 − h_t²", range=[0, 1.02])
     fig.update_yaxes(title_text="count (units × steps)")
     house_style(fig, height=height)
-    fig.update_layout(showlegend=False, bargap=0.05, margin=dict(t=30))
+    fig.update_layout(showlegend=False, margin=dict(t=30))
     return fig
 
 
