@@ -44,6 +44,7 @@ BENCHMARKS = [
     "connectivity_speed",
     "seq2seq",
     "browser_latency",
+    "browser_latency_class",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
