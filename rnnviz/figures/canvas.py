@@ -7,8 +7,8 @@ diagram to a few tens of milliseconds, well inside a page's one-second budget.
 Arrows and plain labels become traces, not annotations: a browser draws an annotation as its own group, measures
 its text and (for an arrow) the length of its path, one at a time, and Streamlit mounts a chart anew whenever its
 figure changes. As one line trace per arrow colour (heads as ``arrow`` markers turned along the line) and one text
-trace per subplot, the unrolled graph of Unrolling & BPTT draws in about half the time (plotly.js in Chromium,
-newPlot: 79 → 47 ms at T = 6, measured with its before/after figures side by side). A label with any setting of
+trace per subplot, the unrolled graph of Unrolling & BPTT draws in three quarters of the time (plotly.js in Chromium,
+newPlot: 79 → 58 ms at T = 6, its before and after figures timed side by side). A label with any setting of
 its own (an anchor, a background, a shift) stays an annotation.
 """
 
