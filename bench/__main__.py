@@ -45,6 +45,7 @@ BENCHMARKS = [
     "seq2seq",
     "browser_latency",
     "browser_latency_class",
+    "anytime",
 ]
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
