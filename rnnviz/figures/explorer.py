@@ -109,6 +109,7 @@ class SurprisalBand:
 
 
 def surprisal_band(values: np.ndarray, buckets: int = SURPRISAL_BUCKETS) -> SurprisalBand:
+    """The known (finite) values in at most ``buckets`` runs of equal length, each run's lowest and highest."""
     known = np.flatnonzero(np.isfinite(values))
     size = max(1, -(-len(known) // buckets))
     groups = [known[first:first + size] for first in range(0, len(known), size)]
@@ -122,7 +123,7 @@ def surprisal_figure(surprisal: np.ndarray, window: tuple[int, int], smooth: int
     characters around it as a line (at no more than MAX_LINE_POINTS points), and the window the strip draws
     shaded. A passage longer than MAX_SURPRISAL_DOTS draws a band from the lowest to the highest surprisal of every
     few characters instead of the dots (surprisal_band): the spikes a reader looks for stay, and the browser draws
-    two paths instead of 20,000 markers (newPlot in Chromium: 740 → about 60 ms for a 20,000-character passage)."""
+    two paths instead of 20,000 markers (newPlot in Chromium: 741 → 53 ms for a 20,000-character passage)."""
     values = np.asarray(surprisal, dtype=np.float64)
     positions = np.arange(len(values))
     known = np.isfinite(values)
