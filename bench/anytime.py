@@ -13,8 +13,9 @@ differ:
   Adam for the embedding, the biases and the readout, as in the modded-nanoGPT speedruns; lr 5e-3, constant.
 
 No test-time tricks: val loss is rnnviz's Trainer.evaluate, the mean cross-entropy over the last 10% of the text,
-with the weights the run holds (schedule-free: its x). Usage: python -m bench anytime [seconds]; the marks are 10,
-30, 60, 150 s and, for longer races, 300 and 600 s.
+with the weights the run holds (schedule-free: its x). Usage: python -m bench anytime (150 s), or python -m
+bench.anytime SECONDS [NAME-PREFIX ...] for a longer race of some contenders; the marks are 10, 30, 60, 90, 150 s
+and, for longer races, 300 and 600 s.
 """
 
 from __future__ import annotations
@@ -147,13 +148,14 @@ def contenders(corpus: Corpus) -> dict[str, Trainer]:
     }
 
 
-def run(seconds: float = 150.0, slice_s: float = 5.0) -> dict:
+def run(seconds: float = 150.0, slice_s: float = 5.0, only: tuple[str, ...] = ()) -> dict:
+    """The race to ``seconds`` of training each; ``only``: the contenders whose names start with these words."""
     configure_cpu()
     if not DATA.exists():
         print(f"anytime: skipped, {DATA} is absent")
         return {"skipped": f"{DATA} is absent"}
     corpus = Corpus("tiny-shakespeare", DATA.read_text(encoding="utf-8"))
-    trainers = contenders(corpus)
+    trainers = {name: t for name, t in contenders(corpus).items() if not only or name.startswith(only)}
     marks = tuple(m for m in MARKS if m <= seconds)
     load_before, wall = os.getloadavg()[0], time.perf_counter()
     race = Race(trainers, marks=marks, slice_s=slice_s)
@@ -174,5 +176,5 @@ def run(seconds: float = 150.0, slice_s: float = 5.0) -> dict:
             "load": {"before": round(load_before, 2), "after": round(load_after, 2)}}
 
 
-if __name__ == "__main__":
-    print(run(float(sys.argv[1]) if len(sys.argv) > 1 else 150.0))
+if __name__ == "__main__":  # python -m bench.anytime [seconds [name-prefix ...]]
+    print(run(float(sys.argv[1]) if len(sys.argv) > 1 else 150.0, only=tuple(sys.argv[2:])))
