@@ -176,5 +176,9 @@ def run(seconds: float = 150.0, slice_s: float = 5.0, only: tuple[str, ...] = ()
             "load": {"before": round(load_before, 2), "after": round(load_after, 2)}}
 
 
-if __name__ == "__main__":  # python -m bench.anytime [seconds [name-prefix ...]]
-    print(run(float(sys.argv[1]) if len(sys.argv) > 1 else 150.0, only=tuple(sys.argv[2:])))
+if __name__ == "__main__":  # python -m bench.anytime [seconds [name-prefix ...]]: its row is anytime_<seconds>s
+    from bench.__main__ import write_row
+
+    race_seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 150.0
+    load = os.getloadavg()[0]
+    write_row(f"anytime_{race_seconds:.0f}s", run(race_seconds, only=tuple(sys.argv[2:])), load)
