@@ -10,7 +10,9 @@ differ:
   the warm-up's small steps count less), and the model is scored with x, the weights the method offers;
 - Muon (torch.optim.Muon, Newton–Schulz orthogonalised momentum, its update scaled to AdamW's RMS with
   ``adjust_lr_fn="match_rms_adamw"`` so that one lr serves both) for the LSTM's weight_ih and weight_hh, and
-  Adam for the embedding, the biases and the readout, as in the modded-nanoGPT speedruns; lr 5e-3, constant.
+  Adam for the embedding, the biases and the readout, as in the modded-nanoGPT speedruns; lr 5e-3, constant;
+- the preset with AdamW (rnnviz's "adamw": decoupled weight decay 0.1 on the matrices and the embedding, β₂ 0.99):
+  regularisation against the overfitting that sets in after ~300 s (about 20 epochs of the text).
 
 No test-time tricks: val loss is rnnviz's Trainer.evaluate, the mean cross-entropy over the last 10% of the text,
 with the weights the run holds (schedule-free: its x). Usage: python -m bench anytime (150 s), or python -m
@@ -145,6 +147,8 @@ def contenders(corpus: Corpus) -> dict[str, Trainer]:
         f"Adam, constant lr {LR:g}": Trainer(constant, corpus),
         f"schedule-free AdamW, lr {LR:g}, 100 warm-up steps": ScheduleFreeTrainer(constant, corpus),
         f"Muon (W_ih, W_hh) + Adam (the rest), constant lr {LR:g}": MuonTrainer(constant, corpus),
+        f"AdamW (weight decay {preset.weight_decay:g} on matrices), the preset's cosine":
+            Trainer(replace(preset, optimizer="adamw"), corpus),
     }
 
 
