@@ -5,7 +5,8 @@ autocast where the CPU has it, the same batches, seed and gradient clipping); on
 differ:
 - the preset itself: Adam, lr 5e-3, cosine to 10% over 2,800 steps (tuned for 150 s on 2 cores);
 - Adam at a constant lr 5e-3: the preset with nothing that knows when it will be stopped;
-- schedule-free AdamW (Defazio et al. 2024, "The Road Less Scheduled"), written here in a few lines: the gradient is
+- schedule-free Adam (Defazio et al. 2024, "The Road Less Scheduled"; their AdamW without its weight decay),
+  written here in a few lines: the gradient is
   taken at y = (1 − β₁) z + β₁ x, z takes Adam's step, x is the running average of the z's weighted by lr² (so
   the warm-up's small steps count less), and the model is scored with x, the weights the method offers;
 - Muon (torch.optim.Muon, Newton–Schulz orthogonalised momentum, its update scaled to AdamW's RMS with
@@ -73,8 +74,9 @@ class MuonAdam(torch.optim.Optimizer):
         self.adam.load_state_dict(state["adam"])
 
 
-class ScheduleFreeAdamW(torch.optim.Optimizer):
-    """Schedule-free AdamW: parameters hold y while training; ``use_average(model)`` swaps in x for scoring."""
+class ScheduleFreeAdam(torch.optim.Optimizer):
+    """Schedule-free Adam (no weight decay): parameters hold y while training; ``swap()`` puts x in their place for
+    scoring, and a second ``swap()`` puts y back."""
 
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, warmup_steps: int = 100):
         super().__init__(list(params), {"lr": lr, "betas": betas, "eps": eps})
@@ -123,7 +125,7 @@ class ScheduleFreeAdamW(torch.optim.Optimizer):
 class ScheduleFreeTrainer(Trainer):
     def __init__(self, config, corpus):
         super().__init__(config, corpus)
-        self.optimizer = ScheduleFreeAdamW(self.model.parameters(), lr=config.lr)
+        self.optimizer = ScheduleFreeAdam(self.model.parameters(), lr=config.lr)
 
     def evaluate(self, max_chars=None):
         self.optimizer.swap()  # score the averaged weights x
@@ -145,7 +147,7 @@ def contenders(corpus: Corpus) -> dict[str, Trainer]:
     return {
         f"{DEFAULT_PRESET} (Adam, cosine over {preset.lr_decay_steps:,} steps)": Trainer(preset, corpus),
         f"Adam, constant lr {LR:g}": Trainer(constant, corpus),
-        f"schedule-free AdamW, lr {LR:g}, 100 warm-up steps": ScheduleFreeTrainer(constant, corpus),
+        f"schedule-free Adam, lr {LR:g}, 100 warm-up steps": ScheduleFreeTrainer(constant, corpus),
         f"Muon (W_ih, W_hh) + Adam (the rest), constant lr {LR:g}": MuonTrainer(constant, corpus),
         f"AdamW (weight decay {preset.weight_decay:g} on matrices), the preset's cosine":
             Trainer(replace(preset, optimizer="adamw"), corpus),
