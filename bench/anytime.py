@@ -24,6 +24,7 @@ and, for longer races, 300 and 600 s.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import sys
 import time
@@ -34,13 +35,25 @@ import torch
 from bench.common import print_table
 from bench.time_to_loss import DATA, mean_chars_per_second
 from rnnviz.charlm.corpus import Corpus
-from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET
+from rnnviz.charlm.live import LiveSettings
+from rnnviz.charlm.measured import MARKS_FILE, PresetMarks
+from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, DEFAULT_PRESET
 from rnnviz.charlm.race import Race
-from rnnviz.charlm.train import Trainer
+from rnnviz.charlm.train import Trainer, make_optimizer
+from rnnviz.core.charmodel import build_model
 from rnnviz.core.runtime import configure_cpu
 
 MARKS = (10, 30, 60, 90, 150, 300, 600)
 LR = 5e-3
+# Widening: a 1 × 256 LSTM (the quick demo's width and lr) for its first 500 (or 1,000) steps, about 11 (22) s
+# with bfloat16, then the preset's 1 × 448 with AdamW, its cosine stretched over the steps that fit in 150 s.
+NARROW, NARROW_LR, GROW_AT_STEP, WIDE_DECAY_STEPS = 256, 1e-2, 500, 3100
+LATE_GROW_AT_STEP, LATE_WIDE_DECAY_STEPS = 1000, 3400
+LIVE_EVAL_CHARS = LiveSettings().eval_chars  # what the live page scores: the val split's first 10,000 characters
+# Regularisation for the 600 s mark, where every run overfits: dropout on h_t before the readout, with the preset's
+# schedule and with one fitted to 600 s (the steps the 1 × 448 model took in the 600 s races).
+DROPOUT, LONG_DECAY_STEPS = 0.2, 11_000
+WIDENING = f"AdamW, 1 × {NARROW} widened to 1 × 448 at step {GROW_AT_STEP}"
 GOALS = {10: 1.75, 30: 1.55, 150: 1.47, 600: 1.42}  # issue 37's marks for the anytime default
 
 
@@ -135,6 +148,88 @@ class ScheduleFreeTrainer(Trainer):
             self.optimizer.swap()
 
 
+class WideningTrainer(Trainer):
+    """An LSTM that starts narrow (fast steps while the first words form) and widens once, at ``grow_at_step``,
+    to ``config.hidden`` without changing what it computes (Net2Net's function-preserving widening, Chen et al.
+    2016): every old weight keeps its place, the new units get fresh incoming weights (torch's init, forget bias
+    as configured) and zero outgoing ones (W_hh's new columns, the readout's new columns), so h_t of the old units
+    and the logits are unchanged at the switch and the new units learn from there. Adam's moments grow with the
+    weights: zero first moments and the tensor's mean second moment for the new entries, so their first steps
+    are of the usual size. The carried state gains zero rows."""
+
+    def __init__(self, config, corpus, narrow: int, narrow_lr: float, grow_at_step: int):
+        self.wide_config = config
+        self.grow_at_step = grow_at_step
+        super().__init__(replace(config, hidden=narrow, lr=narrow_lr, lr_decay_steps=0), corpus)
+
+    @property
+    def grown(self) -> bool:
+        return self.config.hidden == self.wide_config.hidden
+
+    def run(self, steps, on_step=None, max_seconds=None):
+        if not self.grown and self.step >= self.grow_at_step:
+            self.widen()
+        if not self.grown:
+            steps = min(steps, self.grow_at_step - self.step)
+        return super().run(steps, on_step, max_seconds)
+
+    @torch.no_grad()
+    def widen(self) -> None:
+        old_model, old_opt, narrow = self.model, self.optimizer, self.config.hidden
+        wide = self.wide_config.hidden
+        with self._own_rng():
+            model = build_model(self.wide_config.model_config(self.vocab.size)).to(self.device)
+        new_params = dict(model.named_parameters())
+        moments = {}
+        for name, old in old_model.named_parameters():
+            new = new_params[name]
+            index = widened_index(name, old.shape, narrow, wide)
+            if name.startswith("rnn.weight_hh") or name == "head.weight":
+                new[:, narrow:] = 0.0  # what the new units send: nothing yet
+            new[index] = old
+            state = old_opt.state.get(old, {})
+            if "exp_avg" in state:
+                m, v = torch.zeros_like(new), torch.full_like(new, state["exp_avg_sq"].mean().item())
+                m[index], v[index] = state["exp_avg"], state["exp_avg_sq"]
+                moments[name] = {"step": state["step"].clone(), "exp_avg": m, "exp_avg_sq": v}
+        self.model, self.config = model, self.wide_config
+        self.optimizer = make_optimizer(self.config.optimizer, model.parameters(), self.config.lr_at(self.step),
+                                        self.config.weight_decay)
+        for name, p in model.named_parameters():
+            if name in moments:
+                self.optimizer.state[p] = moments[name]
+        if self.state is not None:
+            pad = [torch.zeros(s.shape[0], s.shape[1], wide - narrow, dtype=s.dtype, device=s.device)
+                   for s in self.state]
+            self.state = tuple(torch.cat([s, z], dim=-1) for s, z in zip(self.state, pad))
+        self._snapshot = None
+        self._take_snapshot()
+
+
+def widened_index(name: str, shape, narrow: int, wide: int):
+    """Where a narrow LSTM tensor's entries sit in the wide one: each of the four gate blocks (i, f, g, o) of H
+    rows keeps its first ``narrow`` rows; W_hh's and the readout's columns are the first ``narrow``."""
+    if name.startswith("rnn."):
+        rows = torch.cat([torch.arange(k * wide, k * wide + narrow) for k in range(4)])
+        if name.startswith("rnn.weight_hh"):
+            return rows[:, None], torch.arange(narrow)[None, :]
+        return (rows,) if len(shape) == 1 else (rows[:, None], torch.arange(shape[1])[None, :])
+    if name == "head.weight":
+        return slice(None), slice(0, narrow)
+    return tuple(slice(None) for _ in shape)  # the embedding and the readout's bias do not change
+
+
+class ReadoutDropoutTrainer(Trainer):
+    """Dropout on h_t before the readout while training (Zaremba et al. 2014 drop the non-recurrent connections;
+    a 1-layer nn.LSTM has none of its own, its dropout acting only between layers). Scoring runs in eval mode, so
+    val loss reads the whole h_t."""
+
+    def __init__(self, config, corpus, p: float):
+        super().__init__(config, corpus)
+        self.model.head.register_forward_pre_hook(
+            lambda head, args: (torch.nn.functional.dropout(args[0], p, head.training),))
+
+
 class MuonTrainer(Trainer):
     def __init__(self, config, corpus):
         super().__init__(config, corpus)
@@ -151,6 +246,18 @@ def contenders(corpus: Corpus) -> dict[str, Trainer]:
         f"Muon (W_ih, W_hh) + Adam (the rest), constant lr {LR:g}": MuonTrainer(constant, corpus),
         f"AdamW (weight decay {preset.weight_decay:g} on matrices), the preset's cosine":
             Trainer(replace(preset, optimizer="adamw"), corpus),
+        f"AdamW, dropout {DROPOUT:g} before the readout, the preset's cosine":
+            ReadoutDropoutTrainer(replace(preset, optimizer="adamw"), corpus, DROPOUT),
+        f"AdamW, dropout {DROPOUT:g} before the readout, cosine over {LONG_DECAY_STEPS:,} steps (tuned for 600 s)":
+            ReadoutDropoutTrainer(replace(preset, optimizer="adamw", lr_decay_steps=LONG_DECAY_STEPS), corpus,
+                                  DROPOUT),
+        WIDENING: WideningTrainer(replace(preset, optimizer="adamw", lr_decay_steps=WIDE_DECAY_STEPS), corpus,
+                                  narrow=NARROW, narrow_lr=NARROW_LR, grow_at_step=GROW_AT_STEP),
+        f"AdamW, 1 × {NARROW} widened to 1 × 448 at step {LATE_GROW_AT_STEP:,}": WideningTrainer(
+            replace(preset, optimizer="adamw", lr_decay_steps=LATE_WIDE_DECAY_STEPS), corpus, narrow=NARROW,
+            narrow_lr=NARROW_LR, grow_at_step=LATE_GROW_AT_STEP),
+        **{f"{PRESET_PREFIX}{name}": Trainer(p.config, corpus) for name, p in ALL_PRESETS.items()
+           if name in live_shakespeare_presets() and name != DEFAULT_PRESET},
     }
 
 
@@ -165,7 +272,12 @@ def run(seconds: float = 150.0, slice_s: float = 5.0, only: tuple[str, ...] = ()
     marks = tuple(m for m in MARKS if m <= seconds)
     load_before, wall = os.getloadavg()[0], time.perf_counter()
     race = Race(trainers, marks=marks, slice_s=slice_s)
-    race.run()
+    live_scored = {name: {} for name in trainers}  # the same weights scored as the live page scores a run
+
+    def score_as_the_live_page(mark) -> None:  # heard after the slice, before the contender trains again
+        live_scored[mark.name][mark.mark] = trainers[mark.name].evaluate(LIVE_EVAL_CHARS).val_loss
+
+    race.run(on_mark=score_as_the_live_page)
     wall, load_after = time.perf_counter() - wall, os.getloadavg()[0]
     rows, results = [], {}
     for name, trainer in trainers.items():
@@ -173,13 +285,45 @@ def run(seconds: float = 150.0, slice_s: float = 5.0, only: tuple[str, ...] = ()
         rows.append([name, f"{trainer.step:,}", f"{mean_chars_per_second(trainer):,.0f}",
                      *(f"{vals[m]:.3f}" if m in vals else "" for m in marks)])
         results[name] = {"val_at": {f"{int(m)}s": round(v, 4) for m, v in vals.items()}, "steps": trainer.step,
-                         "chars_per_s": round(mean_chars_per_second(trainer))}
+                         "chars_per_s": round(mean_chars_per_second(trainer)), "config": trainer.config.to_dict(),
+                         f"val_first_{LIVE_EVAL_CHARS}_chars_at": {f"{int(m)}s": round(v, 4)
+                                                                   for m, v in live_scored[name].items()}}
     rows.append(["issue 37's goal for the default", "", "", *(f"≤ {GOALS[m]}" if m in GOALS else "" for m in marks)])
     print_table(f"anytime: val loss (nats/char) on Tiny Shakespeare by seconds of training, one clock, {slice_s:g} s "
                 f"slices ({wall:.0f} s wall; 1-min load {load_before:.2f} before, {load_after:.2f} after)",
-                ["contender (1 × 448 LSTM, bf16)", "steps", "chars/s", *(f"{m:g} s" for m in marks)], rows)
+                ["contender", "steps", "chars/s", *(f"{m:g} s" for m in marks)], rows)
     return {"seconds": seconds, "contenders": results, "goals": {f"{m}s": g for m, g in GOALS.items()},
             "load": {"before": round(load_before, 2), "after": round(load_after, 2)}}
+
+
+PRESET_PREFIX = "preset: "
+
+
+def live_shakespeare_presets() -> list[str]:
+    """The presets that the live page offers on Tiny Shakespeare (the baby GPT's 4 blocks stay on the CLI)."""
+    return [name for name, p in ALL_PRESETS.items() if p.corpus == "tiny-shakespeare" and name != BABY_GPT]
+
+
+def write_preset_marks(result: dict, row: str) -> bool:
+    """When the race had every live Shakespeare preset, ship its figures for the live page
+    (rnnviz.charlm.measured); returns whether it wrote them."""
+    by_preset = {}  # a preset's figures are those of the contender with its config, whatever it was called
+    for name in live_shakespeare_presets():
+        config = ALL_PRESETS[name].config.to_dict()
+        raced = [c for c in result.get("contenders", {}).values() if c.get("config") == config]
+        if raced:
+            by_preset[name] = raced[0]
+    if set(by_preset) != set(live_shakespeare_presets()):
+        return False
+    marks = PresetMarks(time.strftime("%Y-%m-%d"), f"{torch.get_num_threads()}-core CPU", row,
+                        (result["load"]["before"], result["load"]["after"]),
+                        LIVE_EVAL_CHARS,
+                        {name: {int(m.rstrip("s")): v
+                                for m, v in by_preset[name][f"val_first_{LIVE_EVAL_CHARS}_chars_at"].items()}
+                         for name in live_shakespeare_presets()})
+    MARKS_FILE.write_text(json.dumps({**marks.to_dict(), "configs": {
+        name: ALL_PRESETS[name].config.to_dict() for name in live_shakespeare_presets()}}, indent=2) + "\n")
+    return True
 
 
 if __name__ == "__main__":  # python -m bench.anytime [seconds [name-prefix ...]]: its row is anytime_<seconds>s
@@ -187,4 +331,12 @@ if __name__ == "__main__":  # python -m bench.anytime [seconds [name-prefix ...]
 
     race_seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 150.0
     load = os.getloadavg()[0]
-    write_row(f"anytime_{race_seconds:.0f}s", run(race_seconds, only=tuple(sys.argv[2:])), load)
+    on_gpu = torch.cuda.is_available()
+    row_name = f"anytime_{race_seconds:.0f}s" + ("_cuda" if on_gpu else "")
+    result = run(race_seconds, only=tuple(sys.argv[2:]))
+    if on_gpu:
+        result["device"] = torch.cuda.get_device_name()
+    write_row(row_name, result, load)
+    # the live page's figures are a 2-core CPU's, to 150 s
+    if not on_gpu and race_seconds >= 150 and write_preset_marks(result, row_name):
+        print(f"wrote the presets' figures for the live page to {MARKS_FILE}")

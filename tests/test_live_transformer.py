@@ -76,7 +76,9 @@ def test_the_kind_menu_offers_the_transformer_and_a_run_trains_it_without_carrie
     at.radio(key=key("kind")).set_value("lstm").run()
     assert not at.exception
     assert at.selectbox(key=key("preset")).value == "Shakespeare (3 min)"
-    assert at.session_state[key("optimizer")] == "adam" and at.selectbox(key=key("builtin")).value == "hello"
+    lstm = ALL_PRESETS["Shakespeare (3 min)"].config  # AdamW at lr 5e-3, where the GPT's is AdamW at 3e-3
+    assert (at.session_state[key("optimizer")], at.session_state[key("lr")]) == (lstm.optimizer, lstm.lr)
+    assert at.selectbox(key=key("builtin")).value == "hello"
     assert NO_CARRY not in page_text(at)
 
 
@@ -103,5 +105,7 @@ def test_a_transformer_preset_is_in_the_live_menu_and_the_recurrent_ones_stay():
     assert at.slider(key=key("layers")).value == config.layers
     # back to the LSTM preset: every setting follows
     at.selectbox(key=key("preset")).set_value("Shakespeare (3 min)").run()
-    assert at.radio(key=key("kind")).value == "lstm" and at.session_state[key("optimizer")] == "adam"
+    lstm = ALL_PRESETS["Shakespeare (3 min)"].config
+    assert at.radio(key=key("kind")).value == "lstm"
+    assert (at.session_state[key("optimizer")], at.session_state[key("lr")]) == (lstm.optimizer, lstm.lr)
     assert not at.exception

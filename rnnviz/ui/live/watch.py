@@ -12,6 +12,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from rnnviz.charlm.live import LiveRun, Status, leaves_training_text
+from rnnviz.charlm.measured import CORPUS as MEASURED_CORPUS
+from rnnviz.charlm.measured import preset_marks, val_by_mark
+from rnnviz.charlm.presets import ALL_PRESETS
 from rnnviz.core.config import shape_label
 from rnnviz.figures import live as figures
 from rnnviz.ui.kit.baselines import line_losses
@@ -150,6 +153,40 @@ def loss_curve(run: LiveRun, bits: bool) -> None:
     plot(_curves(run, bits)[0], key=key("loss_chart"))
 
 
+def matching_preset(config) -> str | None:
+    """The Shakespeare preset this run's settings are, if any (its seed and device may differ)."""
+    mine = {**config.to_dict(), "seed": None, "device": None}
+    return next((name for name, p in ALL_PRESETS.items()
+                 if {**p.config.to_dict(), "seed": None, "device": None} == mine), None)
+
+
+def presets_at_the_same_seconds(run: LiveRun, bits: bool) -> None:
+    """Under the loss curve of a Tiny Shakespeare run: its val loss at 10, 30, 60, 90 and 150 s of training
+    beside what every preset reached at those seconds in one race on a 2-core machine (rnnviz.charlm.measured)."""
+    marks = preset_marks()
+    if marks is None or run.corpus_name != MEASURED_CORPUS:
+        return
+    scale, unit = (1 / np.log(2), "bits/char") if bits else (1.0, "nats/char")
+    evals = run.trainer.evals
+    ours = val_by_mark([e.seconds for e in evals], [e.val_loss for e in evals], run.trainer.seconds, marks.marks)
+    preset = matching_preset(run.trainer.config)
+    header = "| | " + " | ".join(f"{m} s" for m in marks.marks) + " |\n|---|" + "---|" * len(marks.marks) + "\n"
+    cells = " | ".join(f"**{ours[m][1] * scale:.2f}**" if m in ours else "·" for m in marks.marks)
+    rows = [f"| **this run**{f' ({literal(preset)})' if preset else ''} | {cells} |"]
+    for name, values in marks.val_at.items():
+        rows.append(f"| {literal(name)} | " + " | ".join(f"{values[m] * scale:.2f}" if m in values else ""
+                                                         for m in marks.marks) + " |")
+    with st.expander(f"Where the presets stood at the same seconds ({unit})", expanded=True):
+        st.markdown(header + "\n".join(rows))
+        same = marks.eval_chars == run.settings.eval_chars
+        st.caption(f"Val loss at seconds of training (the trainer's own clock), on the val split's first "
+                   f"{marks.eval_chars:,} characters" + ("" if same else " for the presets") + ". The presets: one "
+                   f"race on Tiny Shakespeare on a {marks.machine}, {marks.measured} (bench/anytime.py). This run: "
+                   "its latest evaluation at or before each mark"
+                   + ("" if same else f", on the first {run.settings.eval_chars:,} characters")
+                   + ". On a busy server, or without bfloat16 arithmetic, a run does less per second.")
+
+
 def grad_curve(run: LiveRun, bits: bool) -> None:
     if run.trainer.history:
         plot(_curves(run, bits)[1], key=key("grad_chart"))
@@ -222,6 +259,7 @@ def watch_panel(run: LiveRun) -> None:
     curve_col, sample_col = st.columns([3, 2], gap="medium")
     with curve_col:
         loss_curve(run, in_bits)
+        presets_at_the_same_seconds(run, in_bits)
     with sample_col:
         latest_sample(run, in_bits)
     st.subheader("Samples along the way")
