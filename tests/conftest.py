@@ -164,6 +164,16 @@ def shakespeare_url(tmp_path):
     server.shutdown()
 
 
+@pytest.fixture
+def shakespeare_offered(tmp_path, monkeypatch, shakespeare_url):
+    """The app fetches Tiny Shakespeare from the loopback server into an empty cache of this test; yields the
+    cache folder."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("RNNVIZ_CACHE", str(cache))
+    monkeypatch.setenv("RNNVIZ_TINY_SHAKESPEARE_URL", shakespeare_url)
+    return cache
+
+
 # A module's tests run on one xdist worker, in their order, as they do without xdist: module-scoped fixtures
 # (a server with its own settings, an AppTest page that later tests read on from) are made once, and a test
 # never misses the one before it. Beyond that, the Ray modules share one worker, and with it the session's

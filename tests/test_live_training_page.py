@@ -201,9 +201,7 @@ def test_sgd_at_learning_rate_50_without_clipping_rolls_back_and_explains():
     assert run.status == "paused" and run.trainer.config.lr == 0.01
 
 
-def test_tiny_shakespeare_downloads_on_first_use(tmp_path, monkeypatch, shakespeare_url):
-    monkeypatch.setenv("RNNVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("RNNVIZ_TINY_SHAKESPEARE_URL", shakespeare_url)
+def test_tiny_shakespeare_downloads_on_first_use(shakespeare_offered):
     at = open_page(PAGE)
     at.selectbox(key=key("preset")).set_value("Quick demo (30 s)").run()
     at.select_slider(key=key("hidden")).set_value(16).run()
@@ -212,7 +210,7 @@ def test_tiny_shakespeare_downloads_on_first_use(tmp_path, monkeypatch, shakespe
     assert not at.exception and not at.error
     run = at.session_state[LIVE_RUN_KEY]
     assert run.corpus_name == "tiny-shakespeare" and run.trainer.vocab.size == 65 and run.step > 0
-    assert (tmp_path / "cache" / "tinyshakespeare.txt").stat().st_size == 1_115_394
+    assert (shakespeare_offered / "tinyshakespeare.txt").stat().st_size == 1_115_394
 
 
 def test_offline_download_explains_and_keeps_the_previous_corpus(tmp_path, monkeypatch):

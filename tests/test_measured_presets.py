@@ -53,9 +53,7 @@ def test_the_shipped_figures_are_the_recorded_race_of_the_presets_as_they_ship()
 
 
 @pytest.fixture
-def shakespeare_page(tmp_path, monkeypatch, shakespeare_url):
-    monkeypatch.setenv("RNNVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("RNNVIZ_TINY_SHAKESPEARE_URL", shakespeare_url)
+def shakespeare_page(shakespeare_offered):
     at = open_page(PAGE)
     at.selectbox(key=key("preset")).set_value("Quick demo (30 s)").run()
     at.select_slider(key=key("hidden")).set_value(16).run()

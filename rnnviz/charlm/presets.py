@@ -110,6 +110,13 @@ def presets_of(*kinds: str) -> dict[str, Preset]:
     return {name: p for name, p in ALL_PRESETS.items() if p.config.kind in kinds}
 
 
+def matching_preset(config) -> str | None:
+    """The preset whose settings ``config`` holds, if any (its seed and device may differ)."""
+    mine = {**config.to_dict(), "seed": None, "device": None}
+    return next((name for name, p in ALL_PRESETS.items()
+                 if {**p.config.to_dict(), "seed": None, "device": None} == mine), None)
+
+
 PRESETS = presets_of(*KINDS)  # RNN, LSTM and GRU: the kinds every recurrent page reads by their W_hh
 # The live page lists the Transformers of at most 3 blocks, which its Layers slider can hold
 # (rnnviz.ui.live.setup.LIVE_PRESETS), so the baby GPT's 4 blocks stay on the CLI.

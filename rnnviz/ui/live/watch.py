@@ -14,7 +14,7 @@ import streamlit as st
 from rnnviz.charlm.live import LiveRun, Status, leaves_training_text
 from rnnviz.charlm.measured import CORPUS as MEASURED_CORPUS
 from rnnviz.charlm.measured import preset_marks, val_by_mark
-from rnnviz.charlm.presets import ALL_PRESETS
+from rnnviz.charlm.presets import matching_preset
 from rnnviz.core.config import shape_label
 from rnnviz.figures import live as figures
 from rnnviz.ui.kit.baselines import line_losses
@@ -151,13 +151,6 @@ def loss_curve(run: LiveRun, bits: bool) -> None:
         st.caption("The loss curve appears after the first step.")
         return
     plot(_curves(run, bits)[0], key=key("loss_chart"))
-
-
-def matching_preset(config) -> str | None:
-    """The Shakespeare preset this run's settings are, if any (its seed and device may differ)."""
-    mine = {**config.to_dict(), "seed": None, "device": None}
-    return next((name for name, p in ALL_PRESETS.items()
-                 if {**p.config.to_dict(), "seed": None, "device": None} == mine), None)
 
 
 def presets_at_the_same_seconds(run: LiveRun, bits: bool) -> None:
