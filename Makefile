@@ -15,14 +15,13 @@ TEST_WORKERS ?= 2  # pytest-xdist processes; each gets its share of the cores (t
 run: $(RUNTIME_STAMP)
 	MALLOC_ARENA_MAX=2 $(BIN)/python -m streamlit run app.py --server.port $(PORT)
 
-## Install everything, then run ruff and every test, the browser tests included: the tests that start no server,
-## browser or Ray cluster on TEST_WORKERS processes at once (make check's set); then those that do, one at a time
-## (their waits on a live server grew flaky with two of them at once on two cores); then, alone, the two that time
-## the server under a class's load (marked "alone": whatever ran beside them would show in their figures).
+## Install everything, then run ruff and every test, the browser tests included: on TEST_WORKERS processes at once,
+## each module's tests on one process in their order (each process starts its own app server and Chromium for the
+## browser tests; the Ray modules share one process and its cluster: tests/conftest.py); then, alone, the two that
+## time the server under a class's load (marked "alone": whatever ran beside them would show in their figures).
 test: $(DEV_STAMP) chromium
 	$(BIN)/python -m ruff check .
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not e2e and not load and not ray"
-	$(BIN)/python -m pytest -m "(e2e or load or ray) and not alone"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not alone"
 	$(BIN)/python -m pytest -m alone
 
 ## The inner loop: ruff and every test that starts no server, no browser and no Ray cluster (about 2 minutes).
