@@ -201,6 +201,28 @@ def test_sgd_at_learning_rate_50_without_clipping_rolls_back_and_explains():
     assert run.status == "paused" and run.trainer.config.lr == 0.01
 
 
+def test_a_click_in_the_same_moment_as_a_new_corpus_trains_on_the_corpus_the_box_shows(tmp_path, monkeypatch):
+    # A new choice in the box and a click on Step reach the server in one script run when the click comes before
+    # the page has run on the choice (a quick hand, or a busy server): Step's callback runs before the page draws
+    # the box. It used to find no corpus ("Choose a corpus first.") or the one before, while the box showed the
+    # new one.
+    monkeypatch.setenv("RNNVIZ_CACHE", str(tmp_path / "empty"))  # the preset's Tiny Shakespeare is not here
+    at = open_page(PAGE)
+    at.selectbox(key=key("preset")).set_value("Tiny vanilla RNN").run()
+    assert at.session_state[key("builtin")] == "tiny-shakespeare" and key("corpus") not in at.session_state
+    at.selectbox(key=key("builtin")).set_value("hello")
+    at.button(key=key("step")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    run = at.session_state[LIVE_RUN_KEY]
+    assert run.corpus_name == "hello" and run.step > 0
+
+    at.button(key=key("reset")).click().run()
+    at.selectbox(key=key("builtin")).set_value("english-docs")  # "hello" is the active corpus now
+    at.button(key=key("step")).click().run()
+    run = at.session_state[LIVE_RUN_KEY]
+    assert run.corpus_name == "english-docs" and run.trainer.vocab.size > 4
+
+
 def test_tiny_shakespeare_downloads_on_first_use(shakespeare_offered):
     at = open_page(PAGE)
     at.selectbox(key=key("preset")).set_value("Quick demo (30 s)").run()

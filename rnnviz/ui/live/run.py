@@ -27,12 +27,12 @@ from rnnviz.charlm.durable import StoredRunError
 from rnnviz.charlm.live import LiveRun, Status
 from rnnviz.ui.app.server import ray_if_usable, run_registry, training_slots
 from rnnviz.ui.kit.address import HeldInAddress
-from rnnviz.ui.kit.corpora import download_shakespeare, needs_download
+from rnnviz.ui.kit.corpora import builtin_corpus, download_shakespeare, needs_download
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
 from rnnviz.ui.kit.runs import run_store
 from rnnviz.ui.kit.widgets import literal
 from rnnviz.ui.live.pending import PendingRun, pending_run, retunable_changes
-from rnnviz.ui.live.setup import REVERT_BUILTIN, SOURCES, active_corpus, adopt_run, key
+from rnnviz.ui.live.setup import ACTIVE_CORPUS, REVERT_BUILTIN, SOURCES, active_corpus, adopt_run, key
 
 CHUNK_SECONDS = 0.4  # training per fragment rerun: a click waits at most this long
 RERUN_EVERY = 0.25  # seconds between the running fragment's reruns (a rerun that is due waits for the last)
@@ -140,9 +140,22 @@ def _notice(kind: str, text: str) -> None:
     RUN_ADDRESS.notice(kind, text)
 
 
+def _chosen_corpus():
+    """The corpus a new run trains on. A built-in one is read from its box here, not only from the active corpus
+    that the page's script sets as it draws the box: Start and Step run their callbacks before the script, so a
+    click that comes before the script has run on a new choice (a quick hand, a busy server) would otherwise find
+    no corpus, or the one before, while the box shows the new one."""
+    state = st.session_state
+    if state.get(key("source")) == SOURCES[0]:
+        name = state.get(key("builtin"))
+        if name in BUILTIN_CORPORA and not needs_download(name):
+            state[ACTIVE_CORPUS] = builtin_corpus(name)
+    return active_corpus()
+
+
 def _create_run() -> LiveRun | None:
-    """A fresh run from the widgets and the active corpus, or None with the reason noted."""
-    corpus = active_corpus()
+    """A fresh run from the widgets and the chosen corpus, or None with the reason noted."""
+    corpus = _chosen_corpus()
     if corpus is None:
         _notice("error", "Choose a corpus first.")
         return None
