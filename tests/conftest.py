@@ -166,7 +166,7 @@ def shakespeare_url(tmp_path):
 
 @pytest.fixture
 def shakespeare_offered(tmp_path, monkeypatch, shakespeare_url):
-    """The app fetches Tiny Shakespeare from the loopback server into an empty cache of this test; yields the
+    """The app fetches Tiny Shakespeare from the loopback server into an empty cache of this test; returns the
     cache folder."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("RNNVIZ_CACHE", str(cache))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rnnviz.charlm.corpus import BUILTIN_CORPORA
+from rnnviz.charlm.corpus import BUILTIN_CORPORA, Corpus
 from rnnviz.charlm.durable import StoredRunError
 from rnnviz.charlm.live import LiveRun, Status
 from rnnviz.ui.app.server import ray_if_usable, run_registry, training_slots
@@ -140,7 +140,7 @@ def _notice(kind: str, text: str) -> None:
     RUN_ADDRESS.notice(kind, text)
 
 
-def _chosen_corpus():
+def _chosen_corpus() -> Corpus | None:
     """The corpus a new run trains on. A built-in one is read from its box here, not only from the active corpus
     that the page's script sets as it draws the box: Start and Step run their callbacks before the script, so a
     click that comes before the script has run on a new choice (a quick hand, a busy server) would otherwise find
