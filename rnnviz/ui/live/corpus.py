@@ -60,6 +60,16 @@ def _use_pasted_text() -> None:
         st.session_state[PASTE_RESULT] = InputRead(None, str(err))
 
 
+def take_up_builtin(name: str) -> bool:
+    """Make the built-in corpus ``name`` the active one when this server has it; False when it must be downloaded
+    first. The page calls it as it draws the box, and Start and Step before they make a run: their callbacks run
+    before the page, so a click in the same moment as a new choice would otherwise find the corpus before."""
+    if needs_download(name):
+        return False
+    st.session_state[ACTIVE_CORPUS] = builtin_corpus(name)
+    return True
+
+
 def corpus_picker() -> str | None:
     """The corpus widgets; returns the name of a built-in that must be downloaded first, else None.
 
@@ -73,7 +83,7 @@ def corpus_picker() -> str | None:
     if source == SOURCES[0]:
         name = st.selectbox("Built-in corpus", BUILTIN_CORPORA, format_func=CORPUS_LABELS.get, key=key("builtin"),
                             help=CORPUS_HELP, **KEEP)
-        if needs_download(name):
+        if not take_up_builtin(name):
             pending_download = name
             if tiny_shakespeare_damaged():
                 st.warning(f"The copy of Tiny Shakespeare in {cache_dir()} does not match its published sha256 (a "
@@ -81,8 +91,6 @@ def corpus_picker() -> str | None:
                            icon=":material/warning:")
             st.info(f"Tiny Shakespeare ({TINY_SHAKESPEARE_BYTES:,} characters) is downloaded the first time it is "
                     "used: press Start or Step, and it comes first, with a progress bar.", icon=":material/download:")
-        else:
-            st.session_state[ACTIVE_CORPUS] = builtin_corpus(name)
     elif source == SOURCES[1]:
         upload = st.file_uploader("A UTF-8 text file", type=["txt"], key=key("upload"),
                                   max_upload_size=math.ceil(MAX_CORPUS_BYTES / 2**20),

@@ -27,12 +27,13 @@ from rnnviz.charlm.durable import StoredRunError
 from rnnviz.charlm.live import LiveRun, Status
 from rnnviz.ui.app.server import ray_if_usable, run_registry, training_slots
 from rnnviz.ui.kit.address import HeldInAddress
-from rnnviz.ui.kit.corpora import builtin_corpus, download_shakespeare, needs_download
+from rnnviz.ui.kit.corpora import download_shakespeare, needs_download
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
 from rnnviz.ui.kit.runs import run_store
 from rnnviz.ui.kit.widgets import literal
+from rnnviz.ui.live.corpus import take_up_builtin
 from rnnviz.ui.live.pending import PendingRun, pending_run, retunable_changes
-from rnnviz.ui.live.setup import ACTIVE_CORPUS, REVERT_BUILTIN, SOURCES, active_corpus, adopt_run, key
+from rnnviz.ui.live.setup import REVERT_BUILTIN, SOURCES, active_corpus, adopt_run, key
 
 CHUNK_SECONDS = 0.4  # training per fragment rerun: a click waits at most this long
 RERUN_EVERY = 0.25  # seconds between the running fragment's reruns (a rerun that is due waits for the last)
@@ -141,15 +142,10 @@ def _notice(kind: str, text: str) -> None:
 
 
 def _chosen_corpus() -> Corpus | None:
-    """The corpus a new run trains on. A built-in one is read from its box here, not only from the active corpus
-    that the page's script sets as it draws the box: Start and Step run their callbacks before the script, so a
-    click that comes before the script has run on a new choice (a quick hand, a busy server) would otherwise find
-    no corpus, or the one before, while the box shows the new one."""
-    state = st.session_state
-    if state.get(key("source")) == SOURCES[0]:
-        name = state.get(key("builtin"))
-        if name in BUILTIN_CORPORA and not needs_download(name):
-            state[ACTIVE_CORPUS] = builtin_corpus(name)
+    """The corpus a new run trains on: a built-in one as its box shows it now (corpus.take_up_builtin)."""
+    name = st.session_state.get(key("builtin"))
+    if st.session_state.get(key("source")) == SOURCES[0] and name in BUILTIN_CORPORA:
+        take_up_builtin(name)
     return active_corpus()
 
 
