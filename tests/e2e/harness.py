@@ -83,6 +83,10 @@ def streamlit_server(extra_args: tuple[str, ...] = (), env: dict | None = None):
         Path(log.name).unlink(missing_ok=True)
 
 
+# The app's own CSS (rnnviz.ui.app.style) lands after the first run looks idle: scroll shadows, captions' tone and
+# the focus ring are checked only once it applies.
+APP_CSS_APPLIED = """() => getComputedStyle(document.documentElement).getPropertyValue('--rnnviz-css').trim() === 'applied'"""
+
 # Streamlit loads plotly lazily: a chart's element exists a moment before plotly has drawn into it.
 CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stPlotlyChart']")]
     .every(chart => chart.querySelector('.main-svg') !== null)"""
@@ -101,6 +105,7 @@ def open_app_page(page, base_url: str, url_path: str, timeout_ms: int = 60_000) 
     wait_idle(page, timeout_ms)
     # The shared sidebar (drawn by app.py around every page) may land a moment after the page's title.
     page.locator("[data-testid='stSidebar']").get_by_text("Seed").wait_for(timeout=timeout_ms)
+    page.wait_for_function(APP_CSS_APPLIED, timeout=timeout_ms)
 
 
 def screenshot(page, name: str) -> Path:

@@ -85,6 +85,11 @@ CAPTION_CSS = """
 [data-testid="stBaseButton-secondary"] kbd { color: inherit; opacity: 0.8; }"""
 
 
+# Streamlit draws a style-only st.html a moment after the script run has ended (its element's code loads lazily), so
+# a page can look idle before our CSS applies: the browser tests wait for this property on the root.
+APPLIED_MARK = "\n:root { --rnnviz-css: applied; }"
+
+
 def page_css(theme: str | None) -> str:
     """Every page's CSS for the viewer's theme: Streamlit's st.context.theme.type ("light" or "dark"), or None
     before the browser has said, when the system's preference picks (Streamlit's default follows it too)."""
@@ -99,4 +104,4 @@ def page_css(theme: str | None) -> str:
         coloured = themed(LIGHT)
     else:
         coloured = themed(LIGHT) + "\n@media (prefers-color-scheme: dark) {" + themed(DARK) + "\n}"
-    return "<style>" + coloured + LAYOUT_CSS + CAPTION_CSS + "\n</style>"
+    return "<style>" + APPLIED_MARK + coloured + LAYOUT_CSS + CAPTION_CSS + "\n</style>"
