@@ -85,7 +85,8 @@ def streamlit_server(extra_args: tuple[str, ...] = (), env: dict | None = None):
 
 # The app's own CSS (rnnviz.ui.app.style) lands after the first run looks idle: scroll shadows, captions' tone and
 # the focus ring are checked only once it applies.
-APP_CSS_APPLIED = """() => getComputedStyle(document.documentElement).getPropertyValue('--rnnviz-css').trim() === 'applied'"""
+APP_CSS_APPLIED = """() => getComputedStyle(document.documentElement)
+    .getPropertyValue('--rnnviz-css').trim() === 'applied'"""
 
 # Streamlit loads plotly lazily: a chart's element exists a moment before plotly has drawn into it.
 CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stPlotlyChart']")]
