@@ -13,7 +13,10 @@ the run (until the app reports the run over: the server's script and the deltas 
 drawing after it, the number of plotly charts built anew (Streamlit 1.67 mounts a new chart whenever a figure
 changes: the chart's identity is a hash of its figure), and the renderer's main-thread work over the move (CDP
 ``Performance.getMetrics``' TaskDuration, the sum of its tasks: script, style, layout and paint). "waits for" names
-the larger of the browser's own work and the rest (waiting for the server).
+the larger of the browser's own work and the rest (waiting for the server). "figure shown" is the press to the
+figure's first change: a new plotly drawing, which comes after the server's run, or an instant chart
+(rnnviz.ui.kit.instant_chart) redrawing in the browser from the stops it holds, before the run begins; the run that
+follows (for the link and the other sections) is still in "median".
 
 `--largest` is not offered: the controls' largest sizes are set by the page's links (e.g. ``?K=300&H=64``), and
 CONTROLS names them where a row measures them.
@@ -66,7 +69,22 @@ CONTROLS = [
     Control("hidden-cell-explorer", "Explorer: Unit +", "button", "", "explorer_unit"),
 ]
 
-ARM = """() => { window.__bench.pressed = null;
+# Also notes when the figure first shows the move: a new plotly drawing (its .main-svg added under the document), or
+# an instant chart (kit.instant_chart, in its own shadow root, which the document's observers do not see) naming a
+# new stop.
+ARM = """() => { window.__bench.pressed = null; window.__bench.figure = null;
+    const figureNow = () => { if (window.__bench.pressed !== null) window.__bench.figure ??= performance.now(); };
+    window.__benchFigureWatch?.forEach(watch => watch.disconnect());
+    const plotly = new MutationObserver(records => {
+        if (records.some(r => [...r.addedNodes].some(n => n.nodeType === 1
+                && (n.matches('.main-svg') || n.querySelector('.main-svg'))))) figureNow(); });
+    plotly.observe(document.body, {subtree: true, childList: true});
+    window.__benchFigureWatch = [plotly, ...[...document.querySelectorAll('.stBidiComponent *')]
+        .filter(host => host.shadowRoot && host.shadowRoot.querySelector('.instant-chart'))
+        .map(host => { const watch = new MutationObserver(figureNow);
+            watch.observe(host.shadowRoot.querySelector('.instant-chart'),
+                          {attributes: true, attributeFilter: ['data-shown']});
+            return watch; })];
     for (const chart of document.querySelectorAll('.js-plotly-plot')) chart.__benchSeen = true;
     for (const kind of ["keydown", "pointerdown"])
         document.addEventListener(kind, () => { window.__bench.pressed ??= performance.now(); },
@@ -89,7 +107,8 @@ SETTLED = """(settledMs) => {
     const started = b.states.filter(([state, at]) => state !== "notRunning" && at >= b.pressed).map(([, at]) => at);
     const charts = [...document.querySelectorAll('.js-plotly-plot')];
     return [(b.last - b.pressed) / 1000, (Math.max(...ended) - b.pressed) / 1000,
-            (Math.min(...started) - b.pressed) / 1000, charts.filter(chart => !chart.__benchSeen).length];
+            (Math.min(...started) - b.pressed) / 1000, charts.filter(chart => !chart.__benchSeen).length,
+            b.figure === null ? null : (b.figure - b.pressed) / 1000];
 }"""
 
 
@@ -100,6 +119,7 @@ class Move:
     run_ended_s: float
     run_started_s: float
     charts: int
+    figure_s: float | None  # the press to the figure first showing the move (None: no figure changed)
     busy_s: float
 
 
@@ -236,6 +256,8 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
             settled, worst = median("settled_s"), max(m.settled_s for m in moves)
             started, ended = median("run_started_s"), median("run_ended_s")
             busy, charts = median("busy_s"), median("charts")
+            figures = [m.figure_s for m in moves if m.figure_s is not None]
+            figure = statistics.median(figures) if len(figures) == len(moves) else None
             waits = "the browser" if busy >= settled - busy else "the server"
             results[control.name] = {
                 "median_s": round(settled, 3), "worst_s": round(worst, 3), "idle_rerun_s": round(idle, 3),
@@ -243,8 +265,10 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
                 "run_started_s": round(started, 3), "run_ended_s": round(ended, 3),
                 "drawing_after_run_s": round(max(0.0, settled - ended), 3), "charts_built": charts,
                 "browser_busy_s": round(busy, 3), "waits_for": waits,
+                "figure_shown_s": None if figure is None else round(figure, 3),
                 "moves_s": [round(m.settled_s, 3) for m in moves]}
-            rows.append([control.name, _ms(settled), _ms(worst), f"{_ms(idle)} ({_ms(idle_busy)})",
+            rows.append([control.name, "–" if figure is None else _ms(figure), _ms(settled), _ms(worst),
+                         f"{_ms(idle)} ({_ms(idle_busy)})",
                          _ms(started), _ms(ended - started), _ms(max(0.0, settled - ended)),
                          f"{charts:g}", _ms(busy), waits,
                          "yes" if settled <= TARGET_MEDIAN_S and worst <= TARGET_P95_S else "no"])
@@ -252,10 +276,11 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
         steps = [_step_of_live_run(tab) for tab in trainers]  # the runs trained all along, or this says not
         browser.close()
     print_table(f"Lesson controls in Chromium{f' while {training} live runs train' if training else ''}: ms from the "
-                f"press to the page settled ({MOVES} moves to new values; "
+                f"press to the figure first showing the move, and to the page settled ({MOVES} moves to new values; "
                 f"target median ≤ {TARGET_MEDIAN_S * 1000:.0f}, p95 ≤ {TARGET_P95_S * 1000:.0f}); medians of the "
                 "request, the run, the drawing after it, the charts built anew and the browser's main-thread work",
-                ["control", "median", "worst", "page rerun (busy)", "request", "run", "drawn after", "charts",
+                ["control", "figure shown", "median", "worst", "page rerun (busy)", "request", "run", "drawn after",
+                 "charts",
                  "browser busy", "waits for", "on target"], rows)
     if training:
         print(f"the {training} live runs had reached steps {steps} by the end")

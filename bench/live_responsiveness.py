@@ -52,9 +52,11 @@ SETTLED = """(settledMs) => {
 
 
 def _metric(page, label: str) -> str:
-    box = page.locator("[data-testid='stMetric']").filter(has=page.locator("[data-testid='stMetricLabel']",
-                                                                             has_text=label))
-    return box.locator("[data-testid='stMetricValue']").first.inner_text().strip()
+    """A number the page shows: an st.metric's, or one under an instant chart (kit.instant_chart, in its shadow
+    root, which Playwright's locators enter)."""
+    box = page.locator("[data-testid='stMetric'], .instant-chart .number").filter(
+        has=page.locator("[data-testid='stMetricLabel'], .label", has_text=label))
+    return box.locator("[data-testid='stMetricValue'], .value").first.inner_text().strip()
 
 
 def _press_answer_seconds(page, timeout_s: float = 60.0) -> float:

@@ -37,3 +37,20 @@ def column_formats(dataframe) -> dict[str, str | None]:
 
     config = json.loads(dataframe.proto.columns or "{}")
     return {name: column.get("type_config", {}).get("format") for name, column in config.items()}
+
+
+def instant_chart(at: AppTest, key: str) -> dict:
+    """The data an instant chart (rnnviz.ui.kit.instant_chart) with widget key ``key`` sent to the browser."""
+    import json
+
+    charts = [el for el in at.get("bidi_component") if el.proto.id.endswith(f"-{key}")]
+    assert len(charts) == 1, [el.proto.id for el in at.get("bidi_component")]
+    return json.loads(charts[0].proto.json)
+
+
+def instant_numbers(at: AppTest, key: str) -> dict[str, str]:
+    """The numbers an instant chart shows under itself at the value the server set ({label: value}), as the browser
+    picks them: the stop nearest the value."""
+    data = instant_chart(at, key)
+    stop = min(range(len(data["stops"])), key=lambda i: abs(data["stops"][i] - data["value"]))
+    return dict(data["chosen"][stop]["numbers"])

@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from rnnviz.figures import describe, house_style
-from tests.apptest_helpers import open_page
+from tests.apptest_helpers import instant_chart, open_page
 
 
 def test_describe_reads_the_title_the_axes_and_each_series_range():
@@ -30,10 +30,21 @@ def test_describe_gives_a_heat_map_s_range_and_counts_the_series_it_leaves_out()
 
 
 def test_every_chart_on_a_page_carries_its_description():
-    at = open_page("app_pages/gradient_decay.py")
+    at = open_page("app_pages/gradient_decay.py", query={"section": "tanh"})
     charts = at.get("plotly_chart")
-    assert charts
-    for chart in charts:
-        spec = json.loads(chart.proto.spec)
-        assert chart.proto.alt == describe(go.Figure(spec))
-        assert "σ₁ = 1.05, measured: 151 values, 1 to 1.51e+03" in chart.proto.alt  # the default σ₁ and K
+    assert len(charts) == 2  # the tanh′ histogram and the decay curves
+    histogram, decay = charts
+    assert histogram.proto.alt.startswith("A bar chart") and "bar: 40 values" in histogram.proto.alt  # 40 bins
+    assert decay.proto.alt == describe(go.Figure(json.loads(decay.proto.spec)))
+    # The decay curves at the default σ₁ and K: W_hh alone grows as 1.05ᵏ, to 1.51e+03 at k = 150.
+    assert "measured ‖W_hh^(T−k)‖ (no tanh′): 151 values, 1 to 1.51e+03" in decay.proto.alt, decay.proto.alt
+
+
+def test_the_instant_chart_says_what_it_shows_at_every_stop():
+    """The powers section's chart is drawn in the browser (kit.instant_chart): its words for a screen reader come
+    with each σ₁ stop's curves, and name that stop's σ₁ and the engine's numbers."""
+    at = open_page("app_pages/gradient_decay.py")
+    data = instant_chart(at, "gradient_decay_power")
+    chosen = dict(zip(data["stops"], data["chosen"], strict=True))
+    assert "for σ₁ = 1.05: measured 1.51·10³ after 150 steps" in chosen[1.05]["alt"]
+    assert "for σ₁ = 0.95: measured 4.56·10⁻⁴ after 150 steps" in chosen[0.95]["alt"]

@@ -1,6 +1,7 @@
 """Gradient decay: the lecture's figures, Jacobian products against autograd, clipping, the LSTM cell path, the page."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from rnnviz.core.cells import lstm_cell, rnn_cell
 from rnnviz.figures.gradients import sci
 from rnnviz.lessons import gradients
-from tests.apptest_helpers import open_page
+from tests.apptest_helpers import instant_numbers, open_page
 
 SMALL = gradients.TanhRNNConfig(hidden=5, sigma=1.05, steps=7, input_size=3, seed=3)
 
@@ -27,6 +28,20 @@ def test_lecture_figures_after_150_steps(sigma, expected, low, high):
     assert low < measured < high
     assert measured == pytest.approx(expected, rel=1e-9)
     assert curve.theory[150] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(("matrix", "vector"), [("symmetric", "top"), ("gaussian", "random"), ("gaussian", "top")])
+def test_power_curves_at_every_stop_are_power_curve_one_sigma_at_a_time(matrix, vector):
+    stops = [0.5, 0.77, 1.0, 1.05, 1.5]
+    config = gradients.PowerConfig(hidden=12, steps=30, matrix=matrix, vector=vector, seed=4)
+    for sigma, curve in zip(stops, gradients.power_curves(config, stops), strict=True):
+        alone = gradients.power_curve(replace(config, sigma=sigma))
+        assert curve.sigma == sigma
+        np.testing.assert_allclose(curve.measured, alone.measured, rtol=1e-10)
+        np.testing.assert_array_equal(curve.theory, alone.theory)
+        np.testing.assert_array_equal(curve.k, alone.k)
+    with pytest.raises(ValueError, match="σ₁"):
+        gradients.power_curves(config, [1.0, 0.0])
 
 
 def test_w_hh_is_rescaled_to_sigma_and_sigma_k_bounds_every_vector():
@@ -242,7 +257,11 @@ def test_numbers_read_as_the_lecture_writes_them():
 
 
 def _metric(at, label_start):
-    return next(m.value for m in at.metric if m.label.startswith(label_start))
+    """A number the page shows: an st.metric's value, or one under the powers section's instant chart."""
+    shown = {m.label: m.value for m in at.metric}
+    if at.get("bidi_component"):
+        shown.update(instant_numbers(at, "gradient_decay_power"))
+    return next(value for label, value in shown.items() if label.startswith(label_start))
 
 
 def test_page_shows_the_lecture_numbers_and_follows_sigma_into_the_link():
@@ -279,17 +298,30 @@ def test_page_restores_sigma_and_k_from_a_link_and_rejects_bad_values():
 
 
 def test_figures_draw_measured_solid_and_theory_dashed_on_labelled_log_axes():
+    """The powers chart's data for the browser (every σ₁ stop's curves and numbers), then the clipping figure."""
     from rnnviz.figures import gradients as figures
 
-    curves = [gradients.power_curve(gradients.PowerConfig(hidden=8, sigma=s, steps=20)) for s in (0.9, 1.05)]
-    fig = figures.power_figure(curves, 1.05)
-    measured = [t for t in fig.data if "measured" in t.name]
-    theory = [t for t in fig.data if "theory" in t.name]
-    assert len(measured) == len(theory) == 2
-    assert all(t.line.dash is None for t in measured) and all(t.line.dash == "dash" for t in theory)
-    chosen = next(t for t in measured if t.name.startswith("σ₁ = 1.05"))
-    assert list(chosen.y) == pytest.approx(curves[1].measured.tolist())
-    assert fig.layout.yaxis.type == "log" and "log scale" in fig.layout.yaxis.title.text
+    config = gradients.PowerConfig(hidden=8, steps=20, matrix="gaussian", vector="random")
+    stops = (0.5, 0.9, 1.05, 1.5)
+    curves = gradients.power_curves(config, stops)
+    data = figures.power_stops(curves, [0.9], 1.05, ".st-key-sigma")
+    assert data["stops"] == list(stops) and data["value"] == 1.05 and data["x"] == list(range(21))
+    assert "log scale" in data["y_title"] and data["hline"]["log_y"] == 0.0
+    for sigma, shown in zip(stops, data["chosen"], strict=True):
+        curve = gradients.power_curve(replace(config, sigma=sigma))  # one σ₁ at a time, as the engine's loop runs it
+        measured, theory = shown["series"]
+        assert "dash" not in measured and theory["dash"] and measured["legend"] == f"σ₁ = {sigma:.2f}, measured"
+        assert measured["log_y"] == pytest.approx(np.log10(curve.measured), abs=6e-4)
+        assert theory["log_y"] == pytest.approx(np.log10(sigma ** np.arange(21)), abs=6e-4)
+        assert dict(shown["numbers"]) == {
+            "measured ‖W_hhᴷ v‖ after K = 20": sci(curve.measured[-1]),
+            f"theory σ₁ᴷ = {sigma:.2f}^20": sci(sigma**20),
+            "measured ÷ theory": f"{curve.measured[-1] / sigma**20:.3f}",
+        }
+        assert shown["note"]["bold"] == sci(curve.measured[-1]) and sci(curve.measured[-1]) in shown["alt"]
+    overlay = [s for s in data["fixed"] if "legend" in s]  # the overlaid σ₁ = 0.9 stays as the slider moves
+    assert [s["legend"] for s in overlay] == ["σ₁ = 0.90, measured"]
+    assert overlay[0]["log_y"] == data["chosen"][1]["series"][0]["log_y"]
 
     config = gradients.ClipConfig(lr=1.0, steps=30)
     unclipped, clipped = gradients.train_for_clipping(config), gradients.train_for_clipping(config, 1.0)

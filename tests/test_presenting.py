@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from rnnviz.figures import FONT_SIZE, house_style, scale_fonts
 from rnnviz.ui.app.presenting import PRESENT_KEY, ROOM_SCALE
 from rnnviz.ui.mechanics import gradient
-from tests.apptest_helpers import APP, TIMEOUT, open_page, page_text
+from tests.apptest_helpers import APP, TIMEOUT, instant_chart, open_page, page_text
 from tests.figure_helpers import figure
 
 GRADIENT_DECAY = "app_pages/gradient_decay.py"
@@ -51,8 +51,11 @@ def test_a_presenting_link_hides_the_named_controls_and_draws_the_figures_larger
     assert f".st-key-{gradient.STEPS}" not in css  # K was not named
     text = page_text(at)
     assert "names controls this page does not have (bogus)" in text and "can hide: section, sigma, K" in text
-    presented = figure(at)
-    assert presented["layout"]["font"]["size"] == FONT_SIZE * ROOM_SCALE
+    # The section's chart is drawn in the browser (kit.instant_chart), at the room's scale.
+    assert instant_chart(at, "gradient_decay_power")["font_scale"] == ROOM_SCALE
+    at.segmented_control(key=gradient.SECTION).set_value("tanh").run()  # a section of plotly charts
+    assert figure(at)["layout"]["font"]["size"] == FONT_SIZE * ROOM_SCALE
+    at.segmented_control(key=gradient.SECTION).set_value("powers").run()
     assert at.query_params["present"] == "1"
 
     at.toggle(key=PRESENT_KEY).set_value(False).run()  # the teacher turns it off
@@ -61,7 +64,7 @@ def test_a_presenting_link_hides_the_named_controls_and_draws_the_figures_larger
     assert "font-size: 20px" not in css and '[data-testid="stSidebar"]' not in css
     assert f".st-key-{gradient.SIGMA}" in css, "a hidden control stays hidden: the link still says hide=sigma"
     assert "present" not in at.query_params
-    assert figure(at)["layout"]["font"]["size"] == FONT_SIZE
+    assert instant_chart(at, "gradient_decay_power")["font_scale"] == 1.0
 
 
 def test_a_bad_present_value_is_named_and_the_page_is_shown_as_usual():

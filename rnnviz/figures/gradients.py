@@ -41,39 +41,55 @@ def _log_axis(fig: go.Figure, title: str, **where) -> None:
     fig.update_yaxes(type="log", title_text=title, exponentformat="power", **where)
 
 
-def power_figure(curves: list[PowerCurve], highlight: float, height: int = 460) -> go.Figure:
-    """‖W_hh^k v‖ against k for each σ₁, measured (solid) beside the theory σ₁^k (dashed, drawn on top so that
-    it stays visible where the two coincide). The legend names each σ₁ once; the dashed lines share one entry."""
-    fig = go.Figure()
-    fig.add_hline(y=1, line=dict(color=PALETTE["muted"], width=1), annotation_text="‖v‖ = 1",
-                  annotation_position="bottom left")
-    others = iter(OVERLAY_COLOURS)
-    for curve in sorted(curves, key=lambda c: (c.sigma == highlight, c.sigma)):
-        chosen = curve.sigma == highlight
-        colour = PALETTE["measured"] if chosen else next(others)
+def _log10s(values: np.ndarray) -> list[float | None]:
+    """A curve for a log axis in the browser: log10 of each value to 3 decimals (0.001 of a decade, under a pixel on
+    any axis the chart draws), and a gap where a log axis has none (zero, infinity, NaN)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log10(np.asarray(values, dtype=float))
+    return [round(float(v), 3) if math.isfinite(v) else None for v in logs]
+
+
+def power_stops(curves: list[PowerCurve], overlay: list[float], value: float, follow: str,
+                height: int = 460, font_scale: float = 1.0) -> dict:
+    """What the instant chart (rnnviz.ui.kit.instant_chart) draws of ‖W_hh^k v‖ against k: for each σ₁ stop of
+    the slider that ``follow`` selects (``curves``, one per stop, from the engine), its measured curve, its theory
+    σ₁^k (dashed), the note at its last point and the three numbers under the chart; and the ``overlay`` σ₁ values'
+    curves, which stay as the slider moves. Every number is the engine's, formatted here as the page prints it."""
+    by_sigma = {round(curve.sigma, 2): curve for curve in curves}
+    fixed = []
+    for colour, sigma in zip(OVERLAY_COLOURS, sorted(overlay), strict=False):
+        curve = by_sigma[round(sigma, 2)]
+        fixed += [
+            {"stop": curve.sigma, "log_y": _log10s(curve.measured), "colour": colour, "width": 2.5,
+             "legend": f"σ₁ = {curve.sigma:.2f}, measured"},
+            {"stop": curve.sigma, "log_y": _log10s(curve.theory), "colour": None, "width": 1.5, "dash": True},
+        ]
+    colour = PALETTE["measured"]
+    chosen = []
+    for curve in curves:
+        steps, measured, theory = int(curve.k[-1]), float(curve.measured[-1]), float(curve.theory[-1])
         label = f"σ₁ = {curve.sigma:.2f}"
-        fig.add_trace(go.Scatter(
-            x=curve.k, y=_positive(curve.measured), mode="lines", name=f"{label}, measured",
-            line=dict(color=colour, width=4 if chosen else 2.5),
-            hovertemplate="k = %{x}<br>‖W_hhᵏ v‖ = %{y:.3g}<extra>measured</extra>",
-        ))
-        fig.add_trace(go.Scatter(
-            x=curve.k, y=_positive(curve.theory), mode="lines", name="theory σ₁ᵏ", legendgroup="theory",
-            showlegend=chosen, legendrank=2000,
-            line=dict(color="#222222" if chosen else "#666666", dash="dash", width=2 if chosen else 1.5),
-            hovertemplate="k = %{x}<br>σ₁ᵏ = %{y:.3g}<extra>theory</extra>",
-        ))
-        if chosen:
-            k, value = int(curve.k[-1]), float(curve.measured[-1])
-            if math.isfinite(value) and value > 0:
-                fig.add_annotation(x=k, y=math.log10(value), text=f"<b>{sci(value)}</b> after {k} steps",
-                                   showarrow=True, arrowhead=2, ax=-90, ay=-35 if value >= 1 else 35,
-                                   font=dict(color=colour))
-    fig.update_xaxes(title_text="k, the number of multiplications by W_hh")
-    _log_axis(fig, "‖W_hhᵏ v‖ (log scale)")
-    house_style(fig, height=height)
-    fig.update_layout(legend=dict(orientation="h", y=-0.2, x=0, xanchor="left"), margin=dict(t=20))
-    return fig
+        chosen.append({
+            "series": [
+                {"log_y": _log10s(curve.measured), "colour": colour, "width": 4, "legend": f"{label}, measured"},
+                {"log_y": _log10s(curve.theory), "colour": None, "width": 2, "dash": True, "legend": "theory σ₁ᵏ"},
+            ],
+            "note": {"x": steps, "log_y": _log10s([measured])[0], "bold": sci(measured),
+                     "rest": f" after {steps} steps", "colour": colour},
+            "numbers": [[f"measured ‖W_hhᴷ v‖ after K = {steps}", sci(measured)],
+                        [f"theory σ₁ᴷ = {curve.sigma:.2f}^{steps}", sci(theory)],
+                        ["measured ÷ theory", f"{measured / theory:.3f}"]],
+            "alt": (f"‖W_hhᵏ v‖ against k, the number of multiplications by W_hh, on a log scale, for {label}: "
+                    f"measured {sci(measured)} after {steps} steps, theory σ₁ᵏ {sci(theory)}"
+                    + "".join(f"; σ₁ = {o:.2f} overlaid" for o in sorted(overlay)) + "."),
+        })
+    return {
+        "follow": follow, "value": value, "stops": [curve.sigma for curve in curves],
+        "x": [int(k) for k in curves[0].k], "fixed": fixed, "chosen": chosen,
+        "hline": {"log_y": 0.0, "label": "‖v‖ = 1", "colour": PALETTE["muted"]},
+        "x_title": "k, the number of multiplications by W_hh", "y_title": "‖W_hhᵏ v‖ (log scale)",
+        "height": height, "font_scale": font_scale,
+    }
 
 
 def decay_figure(curves: DecayCurves, sigma: float, cell: CellPath | None = None, height: int = 460) -> go.Figure:

@@ -22,6 +22,7 @@ Gradient work runs in float64 so that products of 300 Jacobians do not underflow
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,6 +107,30 @@ def power_curve(config: PowerConfig) -> PowerCurve:
         norms.append(v.norm())
     k = np.arange(config.steps + 1)
     return PowerCurve(config.sigma, k, torch.stack(norms).numpy(), config.sigma ** k.astype(float))
+
+
+def power_curves(config: PowerConfig, sigmas: Sequence[float]) -> list[PowerCurve]:
+    """``power_curve`` for every σ₁ in ``sigmas`` at the H, K, kind of W_hh, start vector and seed of ``config``
+    (its own σ₁ is not used), all at once: each σ₁'s own W_hh multiplies its own v K times, as a batch of
+    matrix–vector products instead of one loop per σ₁. The matrices are the same ones ``scaled_w_hh`` makes (one
+    seeded base, rescaled), so the curves equal power_curve's to rounding."""
+    sigma = torch.tensor([float(s) for s in sigmas], dtype=DTYPE)  # (S,)
+    for value in sigma.tolist():
+        _check_range("σ₁", value, 0.01, 10.0)
+    gen = torch.Generator().manual_seed(config.seed)
+    a = torch.randn(config.hidden, config.hidden, generator=gen, dtype=DTYPE)  # as scaled_w_hh draws it
+    base = (a + a.T) / 2 if config.matrix == "symmetric" else a
+    w_hh = base * (sigma / torch.linalg.matrix_norm(base, ord=2))[:, None, None]  # (S, H, H)
+    # The top right singular vector is the same for every positive rescaling of one matrix (up to its sign, which
+    # no norm sees), so one v serves every σ₁.
+    v = start_vector(base, config.vector, config.seed).expand(len(sigma), -1)  # (S, H)
+    norms = [v.norm(dim=1)]
+    for _ in range(config.steps):
+        v = torch.einsum("sij,sj->si", w_hh, v)
+        norms.append(v.norm(dim=1))
+    measured = torch.stack(norms, dim=1).numpy()  # (S, K + 1)
+    k = np.arange(config.steps + 1)
+    return [PowerCurve(float(s), k, measured[i], float(s) ** k.astype(float)) for i, s in enumerate(sigma.tolist())]
 
 
 # --- Through the tanh nonlinearity -------------------------------------------------------------------

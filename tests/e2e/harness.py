@@ -88,9 +88,12 @@ def streamlit_server(extra_args: tuple[str, ...] = (), env: dict | None = None):
 APP_CSS_APPLIED = """() => getComputedStyle(document.documentElement)
     .getPropertyValue('--rnnviz-css').trim() === 'applied'"""
 
-# Streamlit loads plotly lazily: a chart's element exists a moment before plotly has drawn into it.
+# Streamlit loads plotly lazily: a chart's element exists a moment before plotly has drawn into it. An instant chart
+# (rnnviz.ui.kit.instant_chart, a component in its own shadow root) has drawn once it names the stop it shows.
 CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stPlotlyChart']")]
-    .every(chart => chart.querySelector('.main-svg') !== null)"""
+    .every(chart => chart.querySelector('.main-svg') !== null)
+  && [...document.querySelectorAll('.stBidiComponent')].every(component => [...component.querySelectorAll('*')]
+    .some(host => host.shadowRoot && host.shadowRoot.querySelector('.instant-chart[data-shown]') !== null))"""
 
 
 def wait_idle(page, timeout_ms: int = 60_000) -> None:

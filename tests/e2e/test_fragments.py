@@ -25,7 +25,8 @@ FIGURE = "document.querySelectorAll(\"[data-testid='stMain'] [data-testid='stPlo
 CONTROLS = [
     ("unrolling-bptt", ("slider", "Steps T"), 0),
     ("truncated-bptt", ("slider", "Chunk length K"), 0),
-    ("gradient-decay?section=powers", ("slider", "σ₁"), 0),
+    # The decay curves; section 1's σ₁ chart redraws in the browser (tests/e2e/test_gradients_gates.py).
+    ("gradient-decay?section=tanh", ("slider", "σ₁"), 1),
     ("hand-built-rnn", ("button", "handbuilt_step_forward"), 0),
     ("stacked-rnns", ("button", "stacked_step_forward"), 0),
 ]

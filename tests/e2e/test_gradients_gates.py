@@ -9,11 +9,12 @@ FIRST_LOAD_MS = 90_000
 
 
 def metric(page, label_start: str):
-    """The value of the st.metric whose label starts with ``label_start``, as a locator."""
-    box = page.locator("[data-testid='stMetric']").filter(
-        has=page.locator("[data-testid='stMetricLabel']", has_text=label_start)
+    """The value of the st.metric, or of the number under an instant chart (kit.instant_chart, inside its shadow
+    root, which Playwright's locators enter), whose label starts with ``label_start``, as a locator."""
+    box = page.locator("[data-testid='stMetric'], .instant-chart .number").filter(
+        has=page.locator("[data-testid='stMetricLabel'], .label", has_text=label_start)
     )
-    return box.locator("[data-testid='stMetricValue']")
+    return box.locator("[data-testid='stMetricValue'], .value")
 
 
 def shows(page, label_start: str, value: str) -> None:
@@ -80,3 +81,47 @@ def test_lstm_gates_answers_the_forget_slider(page, base_url):
     expect(page.get_by_text("f = 0 drops the old cell")).to_be_visible()
     assert no_exception(page)
     screenshot_whole_page(page, "lstm-gates-cleared")
+
+
+# From the next key press on: the script states the app goes through, and the moment the instant chart shows a new
+# stop, with the states seen before it.
+WATCH_REDRAW = """() => {
+    const app = document.querySelector("[data-testid='stApp']");
+    const host = [...document.querySelectorAll('.stBidiComponent *')]
+        .find(h => h.shadowRoot && h.shadowRoot.querySelector('.instant-chart'));
+    const chart = host.shadowRoot.querySelector('.instant-chart');
+    const seen = window.__redraw = {pressed: false, states: [], redrawn: null, statesBefore: null};
+    document.addEventListener('keydown', () => { seen.pressed = true; }, {capture: true, once: true});
+    new MutationObserver(() => { if (seen.pressed) seen.states.push(app.getAttribute('data-test-script-state')); })
+        .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+    new MutationObserver(() => {
+        if (!seen.pressed || seen.redrawn !== null) return;
+        seen.redrawn = chart.dataset.shown;
+        seen.statesBefore = [...seen.states];
+    }).observe(chart, {attributes: true, attributeFilter: ['data-shown']});
+}"""
+
+
+def test_the_powers_chart_follows_the_sigma_thumb_in_the_browser_before_the_server_runs(page, base_url):
+    """The σ₁ chart of section 1 redraws from the stops the server sent when the thumb moves, before the script run
+    that the move asks for has started; the numbers under it are the engine's at the new σ₁."""
+    from rnnviz.figures.gradients import sci
+    from rnnviz.lessons import gradients
+
+    open_app_page(page, base_url, "gradient-decay?section=powers")
+    page.locator(".instant-chart[data-shown='1.05']").wait_for()  # the component's code loads after the run
+    page.evaluate(WATCH_REDRAW)
+    thumb = page.locator("[data-testid='stSlider']").filter(has_text="σ₁, the largest").get_by_role("slider")
+    thumb.focus()
+    thumb.press("ArrowRight")  # 1.05 → 1.06
+    page.wait_for_function("() => window.__redraw.redrawn !== null && window.__redraw.states.includes('notRunning')")
+    wait_idle(page)
+    seen = page.evaluate("() => window.__redraw")
+    assert seen["redrawn"] == "1.06"
+    assert "running" not in seen["statesBefore"], seen  # drawn before the server's run began
+    assert "running" in seen["states"] or "rerunRequested" in seen["states"], seen  # and the run followed
+    curve = gradients.power_curve(gradients.PowerConfig(hidden=64, sigma=1.06, steps=150))
+    shows(page, "measured ‖W_hhᴷ v‖ after K = 150", sci(curve.measured[-1]))
+    shows(page, "theory σ₁ᴷ = 1.06^150", sci(1.06**150))
+    page.wait_for_function("() => window.location.search.includes('sigma=1.06')")  # the link follows, as before
+    assert no_exception(page)

@@ -101,9 +101,14 @@ def test_live_training_link_restores_the_preset_and_offers_its_own(page, base_ur
     assert no_exception(page) and no_exception(fresh)
 
 
-TEXT_SIZES = """() => Object.fromEntries(['xtick', 'ytick', 'legendtext', 'annotation-text'].map(kind => [kind,
-    [...new Set([...document.querySelectorAll(`.js-plotly-plot .${kind}, .js-plotly-plot .${kind} text`)]
-        .map(t => parseFloat(t.style.fontSize)).filter(size => size > 0))].sort((a, b) => a - b)]))"""
+# The sizes of each kind of text in section 1's chart (kit.instant_chart, drawn in the browser): its axes' and
+# note's (SVG text), its legend's and the numbers' under it.
+TEXT_SIZES = """() => Object.fromEntries(
+    [['svg text', '.instant-chart svg[role=img] text'], ['legend', '.instant-chart .legend'],
+     ['number labels', '.instant-chart .number .label'], ['numbers', '.instant-chart .number .value']]
+    .map(([kind, selector]) => [kind, [...new Set([...document.querySelectorAll('.stBidiComponent *')]
+        .filter(host => host.shadowRoot).flatMap(host => [...host.shadowRoot.querySelectorAll(selector)])
+        .map(t => parseFloat(getComputedStyle(t).fontSize)).filter(size => size > 0))].sort((a, b) => a - b)]))"""
 
 
 def test_a_presenting_link_draws_the_page_for_a_room_with_the_named_control_hidden(page, base_url):
@@ -111,7 +116,7 @@ def test_a_presenting_link_draws_the_page_for_a_room_with_the_named_control_hidd
     slider hidden (K stays), and the Presenting switch at the top brings the usual page back."""
     page.set_viewport_size({"width": 1400, "height": 900})
     open_app_page(page, base_url, "gradient-decay?sigma=1.1")
-    page.locator(".js-plotly-plot .annotation-text").first.wait_for()
+    page.locator(".instant-chart[data-shown='1.1']").wait_for()
     usual_sizes = page.evaluate(TEXT_SIZES)
     page.goto(f"{base_url}/gradient-decay?present=1&hide=sigma&sigma=1.1", wait_until="domcontentloaded")
     page.wait_for_selector("h1")
@@ -127,9 +132,8 @@ def test_a_presenting_link_draws_the_page_for_a_room_with_the_named_control_hidd
     # size it has on the usual page.
     curve = gradients.power_curve(gradients.PowerConfig(hidden=64, sigma=1.1, steps=150))
     shows(page, "measured ‖W_hhᴷ v‖ after K = 150", sci(curve.measured[-1]))
-    page.locator(".js-plotly-plot .annotation-text").first.wait_for()
     room_sizes = page.evaluate(TEXT_SIZES)
-    assert all(usual_sizes.values()), usual_sizes  # tick labels, legend and annotations each have a size
+    assert all(usual_sizes.values()), usual_sizes  # axes and note, legend and numbers each have a size
     assert room_sizes == {kind: [size * 1.25 for size in sizes] for kind, sizes in usual_sizes.items()}, (
         usual_sizes, room_sizes)
     page.screenshot(path=str(ROOT / "docs" / "screenshots" / "presenting-gradient-decay.png"))  # the README's

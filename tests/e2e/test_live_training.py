@@ -52,7 +52,10 @@ def choose(page, select_label: str, option: str) -> None:
 
 
 def click(page, name: str) -> None:
-    page.get_by_role("button", name=name, exact=True).click()
+    """Click the app's button named ``name``, never Streamlit's own: its header shows a "Stop" button while a script
+    runs, which a busy server's race or live page may be doing at that moment."""
+    ours = page.locator("button:not([data-testid='stBaseButton-header'])")
+    page.get_by_role("button", name=name, exact=True).and_(ours).click()
 
 
 def no_exception(page) -> bool:

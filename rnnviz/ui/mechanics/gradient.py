@@ -9,12 +9,15 @@ teacher who goes from section 1 to 4 and back finds σ₁, K and the rest as the
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import streamlit as st
 
 from rnnviz.figures import gradients as figures
 from rnnviz.figures.gradients import sci
 from rnnviz.lessons import gradients
+from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
+from rnnviz.ui.kit.instant_chart import instant_chart
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.widgets import plot, seed
 
@@ -58,9 +61,20 @@ def keep_settings() -> None:
 # Cached engine calls
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
-def power_curve(config: gradients.PowerConfig) -> gradients.PowerCurve:
-    return gradients.power_curve(config)
+SIGMA_STOPS = tuple(round(0.5 + i / 100, 2) for i in range(101))  # the σ₁ slider's stops: 0.50 … 1.50
+
+
+@st.cache_data(max_entries=16, show_spinner="Multiplying W_hh at every σ₁…")
+def _power_stops(config: gradients.PowerConfig, overlay: tuple[float, ...], font_scale: float) -> dict:
+    curves = gradients.power_curves(config, SIGMA_STOPS)
+    return figures.power_stops(curves, list(overlay), SIGMA_STOPS[0], f".st-key-{SIGMA}", height=FIGURE_HEIGHT,
+                               font_scale=font_scale)
+
+
+def power_stops(config: gradients.PowerConfig, overlay: tuple[float, ...], font_scale: float) -> dict:
+    """The powers section's chart for every stop of the σ₁ slider, shown at config's σ₁ until the browser reads the
+    slider. Computed once per H, K, W_hh, v and seed: a σ₁ move is then a lookup, on the server as in the browser."""
+    return {**_power_stops(replace(config, sigma=1.0), overlay, font_scale), "value": config.sigma}
 
 
 @st.cache_data(max_entries=32, show_spinner="Multiplying the Jacobians…")
@@ -150,16 +164,11 @@ def repeated_multiplication() -> None:
         overlay = st.multiselect("Overlay other σ₁ values", OVERLAYS, key=OVERLAY)
         more_settings(inputs=False, vector=True)
     state = st.session_state
-    curves = [power_curve(gradients.PowerConfig(int(state[HIDDEN]), s, steps, str(state[MATRIX]), str(state[VECTOR]),
-                                                seed()))
-              for s in sorted({sigma, *overlay})]
-    chosen = next(c for c in curves if c.sigma == sigma)
+    config = gradients.PowerConfig(int(state[HIDDEN]), sigma, steps, str(state[MATRIX]), str(state[VECTOR]), seed())
     with figure:
-        plot(figures.power_figure(curves, sigma, height=FIGURE_HEIGHT), key=page_key("power"))
-    m1, m2, m3 = st.columns(3)
-    m1.metric(f"measured ‖W_hhᴷ v‖ after K = {steps}", sci(chosen.measured[-1]))
-    m2.metric(f"theory σ₁ᴷ = {sigma:.2f}^{steps}", sci(chosen.theory[-1]))
-    m3.metric("measured ÷ theory", f"{chosen.measured[-1] / chosen.theory[-1]:.3f}")
+        # Every σ₁ stop's curve at once, so that the chart answers the σ₁ slider in the browser (kit.instant_chart).
+        instant_chart(power_stops(config, tuple(sorted(overlay)), ROOM_SCALE if presenting() else 1.0),
+                      key=page_key("power"))
 
 
 def through_the_nonlinearity() -> None:

@@ -1,0 +1,220 @@
+// A line chart on a log y axis that follows a slider in the browser (rnnviz.ui.kit.instant_chart): the server sends
+// the engine's curves for every stop of the slider once, and a move of the slider's thumb redraws the chart from
+// them in the same frame, with no round trip and no new plotly chart. Nothing here computes a figure: every curve,
+// label and number is the server's, picked by the stop nearest to the thumb's value.
+const SVG_NS = "http://www.w3.org/2000/svg";
+const MARGIN = { left: 78, right: 18, top: 14, bottom: 58 };
+const SUPERSCRIPTS = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
+
+const el = (name, attrs = {}, parent = null) => {
+  const node = document.createElementNS(SVG_NS, name);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  if (parent) parent.appendChild(node);
+  return node;
+};
+
+const html = (tag, className, parent) => {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (parent) parent.appendChild(node);
+  return node;
+};
+
+const power = (exponent) => "10" + String(exponent).split("").map((c) => SUPERSCRIPTS[c]).join("");
+
+// Ticks at 1, 2 or 5 times a power of ten, about `count` of them over [low, high].
+const niceTicks = (low, high, count) => {
+  const raw = (high - low) / Math.max(count, 1);
+  const magnitude = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * magnitude).find((s) => s >= raw) || raw;
+  const ticks = [];
+  for (let t = Math.ceil(low / step) * step; t <= high + 1e-9; t += step) ticks.push(Math.round(t * 1e6) / 1e6);
+  return ticks;
+};
+
+const nearestStop = (stops, value) => {
+  let best = 0;
+  for (let i = 1; i < stops.length; i++) if (Math.abs(stops[i] - value) < Math.abs(stops[best] - value)) best = i;
+  return best;
+};
+
+function draw(state) {
+  const { data, root } = state;
+  const index = nearestStop(data.stops, state.value);
+  const shown = data.chosen[index];
+  state.width = root.clientWidth;
+  const width = Math.max(state.width, 240);
+  const scale = data.font_scale;
+  const font = 16 * scale;
+  const series = [...data.fixed.filter((s) => s.stop !== data.stops[index]), ...shown.series];
+  const all = series.flatMap((s) => s.log_y).concat(data.hline ? [data.hline.log_y] : [])
+    .filter((v) => v !== null);
+  state.legend.replaceChildren(...series.filter((s) => s.legend).map((s) => {
+    const item = html("span", "item");
+    const swatch = el("svg", { width: 30, height: 10, "aria-hidden": "true" }, item);
+    el("line", { x1: 0, x2: 30, y1: 5, y2: 5, stroke: s.colour || "currentColor", "stroke-width": Math.min(s.width, 4),
+                 "stroke-dasharray": s.dash ? "7,5" : "none" }, swatch);
+    html("span", "", item).textContent = s.legend;
+    return item;
+  }));
+  // The chart and its legend share data.height, as a plotly figure's plot and the legend below it do.
+  const height = Math.max(data.height - state.legend.offsetHeight, 200);
+  let low = Math.min(...all), high = Math.max(...all);
+  if (high - low < 1) { const mid = (high + low) / 2; low = mid - 0.5; high = mid + 0.5; }
+  const pad = (high - low) * 0.06;
+  low -= pad; high += pad;
+  const xs = data.x, left = MARGIN.left * scale, bottom = MARGIN.bottom * scale;
+  const plotW = width - left - MARGIN.right, plotH = height - MARGIN.top - bottom;
+  const px = (x) => left + ((x - xs[0]) / (xs[xs.length - 1] - xs[0])) * plotW;
+  const py = (logY) => MARGIN.top + (1 - (logY - low) / (high - low)) * plotH;
+
+  const svg = state.svg;
+  while (svg.firstChild) svg.removeChild(svg.firstChild);
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("font-size", font);
+  svg.setAttribute("aria-label", shown.alt);
+  el("title", {}, svg).textContent = shown.alt;
+
+  const grid = el("g", { stroke: "currentColor", "stroke-opacity": 0.12 }, svg);
+  const labels = el("g", { fill: "currentColor", "font-size": font * 0.85 }, svg);
+  const decades = Math.floor(high) - Math.ceil(low);
+  const every = [1, 2, 5, 10, 20, 50].find((n) => decades / n <= 7) || 100;
+  for (let e = Math.ceil(low); e <= Math.floor(high); e++) {
+    if (e % every !== 0) continue;
+    el("line", { x1: left, x2: left + plotW, y1: py(e), y2: py(e) }, grid);
+    el("text", { x: left - 8, y: py(e), "text-anchor": "end", "dominant-baseline": "middle" }, labels)
+      .textContent = power(e);
+  }
+  for (const t of niceTicks(xs[0], xs[xs.length - 1], 6)) {
+    el("line", { x1: px(t), x2: px(t), y1: MARGIN.top, y2: MARGIN.top + plotH }, grid);
+    el("text", { x: px(t), y: MARGIN.top + plotH + font * 1.2, "text-anchor": "middle" }, labels).textContent = t;
+  }
+  el("text", { x: left + plotW / 2, y: height - font * 0.5, "text-anchor": "middle" }, labels)
+    .textContent = data.x_title;
+  el("text", { transform: `translate(${font}, ${MARGIN.top + plotH / 2}) rotate(-90)`, "text-anchor": "middle" },
+    labels).textContent = data.y_title;
+
+  if (data.hline) {
+    const y = py(data.hline.log_y);
+    el("line", { x1: left, x2: left + plotW, y1: y, y2: y, stroke: data.hline.colour, "stroke-width": 1 }, svg);
+    el("text", { x: left + 4, y: y + font, fill: "currentColor", "font-size": font * 0.85 }, svg)
+      .textContent = data.hline.label;
+  }
+
+  const lines = el("g", { fill: "none", "stroke-linejoin": "round" }, svg);
+  for (const s of series) {
+    let d = "", open = false;
+    s.log_y.forEach((logY, i) => {
+      if (logY === null) { open = false; return; }
+      d += `${open ? "L" : "M"}${px(xs[i]).toFixed(1)},${py(logY).toFixed(1)}`;
+      open = true;
+    });
+    el("path", { d, stroke: s.colour || "currentColor", "stroke-width": s.width,
+                 "stroke-dasharray": s.dash ? "7,5" : "none" }, lines);
+  }
+
+  const note = shown.note;
+  if (note && note.log_y !== null) {
+    // Above the point for a value of 1 or more, below it for less, as long as the plot has room on that side.
+    const x = px(note.x), y = py(note.log_y);
+    const above = note.log_y >= 0 ? y - 35 - font > MARGIN.top : y + 35 + font > MARGIN.top + plotH;
+    const tx = x - 90, ty = y + (above ? -35 : 35);
+    el("line", { x1: tx, y1: ty, x2: x, y2: y, stroke: note.colour, "stroke-width": 1.5 }, svg);
+    const text = el("text", { x: tx, y: ty + (above ? -4 : font), "text-anchor": "middle", fill: note.colour }, svg);
+    el("tspan", { "font-weight": "bold" }, text).textContent = note.bold;
+    el("tspan", {}, text).textContent = note.rest;
+  }
+
+  state.numbers.replaceChildren(...shown.numbers.map(([label, value]) => {
+    const box = html("div", "number");
+    html("div", "label", box).textContent = label;
+    html("div", "value", box).textContent = value;
+    return box;
+  }));
+  root.dataset.shown = data.stops[index];
+}
+
+// A standalone copy of the drawn chart for a slide: currentColor resolved to the theme's text colour.
+function svgText(state) {
+  const copy = state.svg.cloneNode(true);
+  copy.setAttribute("xmlns", SVG_NS);
+  copy.setAttribute("font-family", getComputedStyle(state.root).fontFamily);
+  copy.setAttribute("color", getComputedStyle(state.root).color);
+  return new XMLSerializer().serializeToString(copy);
+}
+
+function download(name, href) {
+  const link = document.createElement("a");
+  link.href = href;
+  link.download = name;
+  link.click();
+}
+
+function saveSvg(state) {
+  download("rnnviz-figure.svg", URL.createObjectURL(new Blob([svgText(state)], { type: "image/svg+xml" })));
+}
+
+function savePng(state) {
+  const image = new Image();
+  const width = Number(state.svg.getAttribute("width")), height = Number(state.svg.getAttribute("height"));
+  image.onload = () => {
+    const canvas = document.createElement("canvas");
+    canvas.width = width * 2;
+    canvas.height = height * 2;
+    const context = canvas.getContext("2d");
+    context.fillStyle = getComputedStyle(document.body).backgroundColor || "white";
+    context.fillRect(0, 0, canvas.width, canvas.height);
+    context.scale(2, 2);
+    context.drawImage(image, 0, 0);
+    download("rnnviz-figure.png", canvas.toDataURL("image/png"));
+  };
+  image.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svgText(state));
+}
+
+// The value the followed slider shows now (Streamlit's slider is a react-aria one around a hidden range input), or
+// null where it is not on the page.
+function sliderValue(selector) {
+  const input = document.querySelector(`${selector} input[type="range"]`);
+  const value = input ? parseFloat(input.value) : NaN;
+  return Number.isFinite(value) ? value : null;
+}
+
+export default function ({ data, parentElement }) {
+  let state = parentElement.__instantChart;
+  if (!state) {
+    const root = html("div", "instant-chart", parentElement);
+    const tools = html("div", "tools", root);
+    for (const [label, save] of [["PNG", savePng], ["SVG", saveSvg]]) {
+      const button = html("button", "", tools);
+      button.type = "button";
+      button.textContent = label;
+      button.title = `Download plot as ${label === "SVG" ? "an SVG" : "a PNG"}`;  // plotly's words, and the app's
+      button.setAttribute("aria-label", button.title);
+      button.addEventListener("click", () => save(parentElement.__instantChart));
+    }
+    const svg = el("svg", { role: "img" }, root);
+    state = { root, svg, legend: html("div", "legend", root), numbers: html("div", "numbers", root) };
+    parentElement.__instantChart = state;
+  }
+  state.data = data;
+  state.value = sliderValue(data.follow) ?? data.value;
+  draw(state);
+
+  // The thumb's value changes as it is dragged or moved by a key, before the server hears of it: redraw then.
+  // (Streamlit calls this function again with each new data, not only on mount: one set of watchers at a time.)
+  if (state.stop) state.stop();
+  const watcher = new MutationObserver((mutations) => {
+    if (!mutations.some((m) => m.target.closest && m.target.closest(data.follow))) return;
+    const value = sliderValue(data.follow);
+    if (value !== null && value !== state.value) { state.value = value; draw(state); }
+  });
+  // React writes the moved value into the input's value and aria-valuetext attributes in the same commit.
+  watcher.observe(document.body, { subtree: true, attributes: true, attributeFilter: ["value", "aria-valuetext"] });
+  // Redrawn at a new width only: the chart's own height never changes what it draws.
+  const resized = new ResizeObserver(() => { if (state.root.clientWidth !== state.width) draw(state); });
+  resized.observe(state.root);
+  state.stop = () => { watcher.disconnect(); resized.disconnect(); };
+  return state.stop;
+}
