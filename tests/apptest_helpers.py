@@ -48,9 +48,22 @@ def instant_chart(at: AppTest, key: str) -> dict:
     return json.loads(charts[0].proto.json)
 
 
+def _numbers_at_value(data: dict) -> dict[str, str]:
+    stop = min(range(len(data["stops"])), key=lambda i: abs(data["stops"][i] - data["value"]))
+    return dict(data["chosen"][stop]["numbers"])
+
+
 def instant_numbers(at: AppTest, key: str) -> dict[str, str]:
     """The numbers an instant chart shows under itself at the value the server set ({label: value}), as the browser
     picks them: the stop nearest the value."""
-    data = instant_chart(at, key)
-    stop = min(range(len(data["stops"])), key=lambda i: abs(data["stops"][i] - data["value"]))
-    return dict(data["chosen"][stop]["numbers"])
+    return _numbers_at_value(instant_chart(at, key))
+
+
+def shown_numbers(at: AppTest) -> dict[str, str]:
+    """Every number the page shows with a label: its st.metric values and the numbers under its instant charts."""
+    import json
+
+    shown = {metric.label: metric.value for metric in at.metric}
+    for chart in at.get("bidi_component"):
+        shown.update(_numbers_at_value(json.loads(chart.proto.json)))
+    return shown

@@ -11,7 +11,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from rnnviz.core.cells import lstm_cell, rnn_cell
 from rnnviz.figures.gradients import sci
 from rnnviz.lessons import gradients
-from tests.apptest_helpers import instant_numbers, open_page
+from tests.apptest_helpers import open_page, shown_numbers
 
 SMALL = gradients.TanhRNNConfig(hidden=5, sigma=1.05, steps=7, input_size=3, seed=3)
 
@@ -257,11 +257,8 @@ def test_numbers_read_as_the_lecture_writes_them():
 
 
 def _metric(at, label_start):
-    """A number the page shows: an st.metric's value, or one under the powers section's instant chart."""
-    shown = {m.label: m.value for m in at.metric}
-    if at.get("bidi_component"):
-        shown.update(instant_numbers(at, "gradient_decay_power"))
-    return next(value for label, value in shown.items() if label.startswith(label_start))
+    """A number the page shows: an st.metric's value, or one under an instant chart."""
+    return next(value for label, value in shown_numbers(at).items() if label.startswith(label_start))
 
 
 def test_page_shows_the_lecture_numbers_and_follows_sigma_into_the_link():
@@ -298,7 +295,8 @@ def test_page_restores_sigma_and_k_from_a_link_and_rejects_bad_values():
 
 
 def test_figures_draw_measured_solid_and_theory_dashed_on_labelled_log_axes():
-    """The powers chart's data for the browser (every σ₁ stop's curves and numbers), then the clipping figure."""
+    """The powers chart's data for the browser (every σ₁ stop's curves and numbers), the clipping figure, and the
+    LSTM cell path's data for the browser (every b_f stop's)."""
     from rnnviz.figures import gradients as figures
 
     config = gradients.PowerConfig(hidden=8, steps=20, matrix="gaussian", vector="random")
@@ -330,11 +328,22 @@ def test_figures_draw_measured_solid_and_theory_dashed_on_labelled_log_axes():
     assert [t.text[0] for t in marks] == [f"inf/NaN at step {unclipped.blew_up_at}"]
     assert clip.layout.yaxis.type == clip.layout.yaxis2.type == "log"
 
+    # Section 5 in the browser: the tanh RNN's curve stays, the LSTM's cell path and numbers follow b_f.
     decay = gradients.decay_curves(gradients.TanhRNNConfig(hidden=8, steps=20))
-    cell = gradients.cell_path(gradients.CellPathConfig(hidden=8, steps=20, forget_bias=2.0))
-    both = figures.decay_figure(decay, 1.05, cell=cell)
-    assert [t.name.split(",")[0] for t in both.data] == ["measured ‖∂h_T/∂h_k‖", "measured ‖∂c_T/∂c_k‖"]
-    assert list(both.data[1].y) == pytest.approx(cell.cell_path.tolist())
+    paths = [gradients.cell_path(gradients.CellPathConfig(hidden=8, steps=20, forget_bias=b)) for b in (-2.0, 2.0)]
+    data = figures.cell_path_stops(decay, paths, 2.0, ".st-key-b_f")
+    assert data["stops"] == [-2.0, 2.0] and data["x"] == [0, 20] and data["hline"] is None
+    (tanh_rnn,) = data["fixed"]
+    assert tanh_rnn["legend"] == "measured ‖∂h_T/∂h_k‖, tanh RNN" and tanh_rnn["x"] == decay.lag.tolist()
+    assert tanh_rnn["log_y"] == pytest.approx(np.log10(decay.with_tanh), abs=6e-4)
+    for path, shown in zip(paths, data["chosen"], strict=True):
+        (lstm,) = shown["series"]
+        assert lstm["legend"] == f"measured ‖∂c_T/∂c_k‖, LSTM cell path (b_f = {path.forget_bias:+.1f})"
+        assert lstm["log_y"] == pytest.approx(np.log10(path.cell_path), abs=6e-4)
+        assert dict(shown["numbers"]) == {"‖∂c_T/∂c_k‖ at T − k = 20, LSTM": sci(path.cell_path[-1]),
+                                          "‖∂h_T/∂h_k‖ at T − k = 20, tanh RNN": sci(decay.with_tanh[-1]),
+                                          "mean forget gate f_t": f"{path.mean_forget:.3f}"}
+    assert paths[1].cell_path[-1] > paths[0].cell_path[-1]  # a higher b_f keeps more of the gradient
 
 
 def test_the_tanh_prime_histogram_counts_every_value_in_its_bin():

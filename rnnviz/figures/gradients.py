@@ -92,27 +92,47 @@ def power_stops(curves: list[PowerCurve], overlay: list[float], value: float, fo
     }
 
 
-def decay_figure(curves: DecayCurves, sigma: float, cell: CellPath | None = None, height: int = 460) -> go.Figure:
-    """‖∂h_T/∂h_k‖ against T − k for the real tanh RNN.
+def cell_path_stops(rnn: DecayCurves, paths: list[CellPath], value: float, follow: str, height: int = 460,
+                    font_scale: float = 1.0) -> dict:
+    """What the instant chart (rnnviz.ui.kit.instant_chart) draws of section 5: the tanh RNN's ‖∂h_T/∂h_k‖, which
+    stays, and for each forget-gate bias b_f of the slider that ``follow`` selects (``paths``, one per stop, from
+    the engine) the LSTM's cell path ‖∂c_T/∂c_k‖ and the three numbers under the chart."""
+    steps = int(rnn.lag[-1])
+    tanh_label = f"‖∂h_T/∂h_k‖ at T − k = {steps}, tanh RNN"
+    chosen = []
+    for path in paths:
+        legend = f"measured ‖∂c_T/∂c_k‖, LSTM cell path (b_f = {path.forget_bias:+.1f})"
+        chosen.append({
+            "series": [{"x": [int(k) for k in path.lag], "log_y": _log10s(path.cell_path), "colour": LSTM_COLOUR,
+                        "width": 4, "legend": legend}],
+            "numbers": [[f"‖∂c_T/∂c_k‖ at T − k = {steps}, LSTM", sci(float(path.cell_path[-1]))],
+                        [tanh_label, sci(float(rnn.with_tanh[-1]))],
+                        ["mean forget gate f_t", f"{path.mean_forget:.3f}"]],
+            "alt": (f"Gradient norm against T − k, steps back from T, on a log scale: the LSTM's cell path at b_f = "
+                    f"{path.forget_bias:+.1f} falls to {sci(float(path.cell_path[-1]))} after {steps} steps (mean "
+                    f"forget gate {path.mean_forget:.3f}), the tanh RNN's ‖∂h_T/∂h_k‖ to "
+                    f"{sci(float(rnn.with_tanh[-1]))}."),
+        })
+    tanh_rnn = {"x": [int(k) for k in rnn.lag], "log_y": _log10s(rnn.with_tanh), "colour": TANH_COLOUR, "width": 4,
+                "legend": "measured ‖∂h_T/∂h_k‖, tanh RNN"}
+    return {
+        "follow": follow, "value": value, "stops": [path.forget_bias for path in paths], "x": [0, steps],
+        "fixed": [tanh_rnn], "chosen": chosen, "hline": None,
+        "x_title": "T − k, steps back from T", "y_title": "gradient norm (log scale)",
+        "height": height, "font_scale": font_scale,
+    }
 
-    Without ``cell``: beside W_hh alone (tanh′ ≡ 1) and the theory σ₁^(T−k), dashed. With ``cell``: beside
-    the LSTM's cell path ‖∂c_T/∂c_k‖ on the same axes.
-    """
+
+def decay_figure(curves: DecayCurves, sigma: float, height: int = 460) -> go.Figure:
+    """‖∂h_T/∂h_k‖ against T − k for the real tanh RNN, beside W_hh alone (tanh′ ≡ 1) and the theory σ₁^(T−k),
+    dashed."""
     fig = go.Figure()
-    if cell is None:
-        _linear_traces(fig, curves, sigma)
+    _linear_traces(fig, curves, sigma)
     fig.add_trace(go.Scatter(
         x=curves.lag, y=_positive(curves.with_tanh), mode="lines", name="measured ‖∂h_T/∂h_k‖, tanh RNN",
         line=dict(color=TANH_COLOUR, width=4),
         hovertemplate="T − k = %{x}<br>‖∂h_T/∂h_k‖ = %{y:.3g}<extra>tanh RNN</extra>",
     ))
-    if cell is not None:
-        fig.add_trace(go.Scatter(
-            x=cell.lag, y=_positive(cell.cell_path), mode="lines",
-            name=f"measured ‖∂c_T/∂c_k‖, LSTM cell path (b_f = {cell.forget_bias:+.1f})",
-            line=dict(color=LSTM_COLOUR, width=4),
-            hovertemplate="T − k = %{x}<br>‖∏ diag(f_t)‖ = %{y:.3g}<extra>LSTM</extra>",
-        ))
     fig.update_xaxes(title_text="T − k, steps back from T")
     _log_axis(fig, "gradient norm (log scale)")
     house_style(fig, height=height)

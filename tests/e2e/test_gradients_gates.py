@@ -1,5 +1,6 @@
 """Gradient decay and LSTM gates in a real browser: each page loads, and a shown number follows a slider."""
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.harness import open_app_page, screenshot_whole_page, wait_idle
@@ -102,26 +103,40 @@ WATCH_REDRAW = """() => {
 }"""
 
 
-def test_the_powers_chart_follows_the_sigma_thumb_in_the_browser_before_the_server_runs(page, base_url):
-    """The σ₁ chart of section 1 redraws from the stops the server sent when the thumb moves, before the script run
-    that the move asks for has started; the numbers under it are the engine's at the new σ₁."""
+def _engine_numbers(section: str) -> dict[str, str]:
+    """What the engine says at the moved stop: σ₁ 1.05 → 1.06 in section 1, b_f 5.0 → 4.5 in section 5."""
     from rnnviz.figures.gradients import sci
     from rnnviz.lessons import gradients
 
-    open_app_page(page, base_url, "gradient-decay?section=powers")
-    page.locator(".instant-chart[data-shown='1.05']").wait_for()  # the component's code loads after the run
+    if section == "powers":
+        curve = gradients.power_curve(gradients.PowerConfig(hidden=64, sigma=1.06, steps=150))
+        return {"measured ‖W_hhᴷ v‖ after K = 150": sci(curve.measured[-1]), "theory σ₁ᴷ = 1.06^150": sci(1.06**150)}
+    path = gradients.cell_path(gradients.CellPathConfig(hidden=64, steps=150, forget_bias=4.5))
+    return {"‖∂c_T/∂c_k‖ at T − k = 150, LSTM": sci(path.cell_path[-1]),
+            "mean forget gate f_t": f"{path.mean_forget:.3f}"}
+
+
+@pytest.mark.parametrize(("section", "slider", "key", "stop", "link"), [
+    ("powers", "σ₁, the largest", "ArrowRight", "1.06", "sigma=1.06"),
+    ("lstm", "forget-gate bias b_f", "ArrowLeft", "4.5", "b_f=4.5"),
+])
+def test_an_instant_chart_follows_its_slider_in_the_browser_before_the_server_runs(page, base_url, section, slider,
+                                                                                   key, stop, link):
+    """Sections 1 and 5 redraw their chart from the stops the server sent when the thumb moves, before the script
+    run that the move asks for has started; the numbers under it are the engine's at the new stop."""
+    open_app_page(page, base_url, f"gradient-decay?section={section}")
+    page.locator(".instant-chart[data-shown]").wait_for()  # the component's code loads after the run
     page.evaluate(WATCH_REDRAW)
-    thumb = page.locator("[data-testid='stSlider']").filter(has_text="σ₁, the largest").get_by_role("slider")
+    thumb = page.locator("[data-testid='stSlider']").filter(has_text=slider).get_by_role("slider")
     thumb.focus()
-    thumb.press("ArrowRight")  # 1.05 → 1.06
+    thumb.press(key)
     page.wait_for_function("() => window.__redraw.redrawn !== null && window.__redraw.states.includes('notRunning')")
     wait_idle(page)
     seen = page.evaluate("() => window.__redraw")
-    assert seen["redrawn"] == "1.06"
+    assert seen["redrawn"] == stop
     assert "running" not in seen["statesBefore"], seen  # drawn before the server's run began
     assert "running" in seen["states"] or "rerunRequested" in seen["states"], seen  # and the run followed
-    curve = gradients.power_curve(gradients.PowerConfig(hidden=64, sigma=1.06, steps=150))
-    shows(page, "measured ‖W_hhᴷ v‖ after K = 150", sci(curve.measured[-1]))
-    shows(page, "theory σ₁ᴷ = 1.06^150", sci(1.06**150))
-    page.wait_for_function("() => window.location.search.includes('sigma=1.06')")  # the link follows, as before
+    for label, value in _engine_numbers(section).items():
+        shows(page, label, value)
+    page.wait_for_function(f"() => window.location.search.includes('{link}')")  # the link follows, as before
     assert no_exception(page)

@@ -106,16 +106,17 @@ function draw(state) {
   const lines = el("g", { fill: "none", "stroke-linejoin": "round" }, svg);
   for (const s of series) {
     let d = "", open = false;
+    const sx = s.x || xs;  // a series may be measured at lags of its own
     s.log_y.forEach((logY, i) => {
       if (logY === null) { open = false; return; }
-      d += `${open ? "L" : "M"}${px(xs[i]).toFixed(1)},${py(logY).toFixed(1)}`;
+      d += `${open ? "L" : "M"}${px(sx[i]).toFixed(1)},${py(logY).toFixed(1)}`;
       open = true;
     });
     el("path", { d, stroke: s.colour || "currentColor", "stroke-width": s.width,
                  "stroke-dasharray": s.dash ? "7,5" : "none" }, lines);
   }
 
-  const note = shown.note;
+  const note = shown.note;  // optional: a label at one point of the shown curve
   if (note && note.log_y !== null) {
     // Above the point for a value of 1 or more, below it for less, as long as the plot has room on that side.
     const x = px(note.x), y = py(note.log_y);

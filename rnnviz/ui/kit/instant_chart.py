@@ -28,7 +28,8 @@ _CSS = """
 svg { display: block; }
 .legend { display: flex; flex-wrap: wrap; gap: 0.25rem 1.1rem; font-size: 0.875rem; margin: 0 0 0.6rem; }
 .item { display: inline-flex; align-items: center; gap: 0.4rem; }
-.numbers { display: flex; flex-wrap: wrap; gap: 0.75rem 2.5rem; }
+.numbers { display: grid; grid-template-columns: repeat(auto-fit, minmax(9.5rem, 1fr)); gap: 0.75rem 1.5rem; }
+.number { display: flex; flex-direction: column; justify-content: space-between; }  /* values on one line */
 .number .label { font-size: 0.875rem; opacity: 0.8; }
 .number .value { font-size: 2.25rem; line-height: 1.3; }
 """

@@ -77,6 +77,21 @@ def power_stops(config: gradients.PowerConfig, overlay: tuple[float, ...], font_
     return {**_power_stops(replace(config, sigma=1.0), overlay, font_scale), "value": config.sigma}
 
 
+FORGET_BIAS_STOPS = tuple(-2.0 + 0.5 * i for i in range(17))  # the b_f slider's stops: −2.0 … 6.0
+
+
+@st.cache_data(max_entries=16, show_spinner="Running the LSTM at every b_f…")
+def cell_path_stops(config: gradients.TanhRNNConfig, font_scale: float) -> tuple[dict, dict]:
+    """Section 5's chart for every stop of the b_f slider (the tanh RNN's curve stays), and at each b_f the mean
+    forget gate and the cell path's end, formatted (the caption's figures at the usual b_f)."""
+    paths = [gradients.cell_path(gradients.CellPathConfig(config.hidden, config.steps, bias, config.input_scale,
+                                                          config.input_size, config.seed))
+             for bias in FORGET_BIAS_STOPS]
+    data = figures.cell_path_stops(decay_curves(config), paths, FORGET_BIAS_STOPS[0], f".st-key-{FORGET_BIAS}",
+                                   height=FIGURE_HEIGHT, font_scale=font_scale)
+    return data, {path.forget_bias: (path.mean_forget, sci(float(path.cell_path[-1]))) for path in paths}
+
+
 @st.cache_data(max_entries=32, show_spinner="Multiplying the Jacobians…")
 def decay_curves(config: gradients.TanhRNNConfig) -> gradients.DecayCurves:
     return gradients.decay_curves(config)
@@ -85,11 +100,6 @@ def decay_curves(config: gradients.TanhRNNConfig) -> gradients.DecayCurves:
 @st.cache_data(max_entries=32, show_spinner=False)
 def contributions(config: gradients.TanhRNNConfig) -> gradients.Contributions:
     return gradients.contributions(config)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def cell_path(config: gradients.CellPathConfig) -> gradients.CellPath:
-    return gradients.cell_path(config)
 
 
 @st.cache_data(max_entries=64, show_spinner="Training the small RNN…")
@@ -261,19 +271,14 @@ def lstm_cell_path() -> None:
                                 "Ollivier 2018).")
         more_settings(inputs=True, sigma=True, steps=True)
     config = rnn_config()
-    rnn = decay_curves(config)
-    lstm, common = (cell_path(gradients.CellPathConfig(config.hidden, config.steps, bias, config.input_scale,
-                                                       config.input_size, config.seed))
-                    for bias in (float(forget_bias), COMMON_FORGET_BIAS))
     with figure:
-        plot(figures.decay_figure(rnn, config.sigma, cell=lstm, height=FIGURE_HEIGHT), key=page_key("cell_path"))
-    m1, m2, m3 = st.columns(3)
-    m1.metric(f"‖∂c_T/∂c_k‖ at T − k = {config.steps}, LSTM", sci(lstm.cell_path[-1]))
-    m2.metric(f"‖∂h_T/∂h_k‖ at T − k = {config.steps}, tanh RNN", sci(rnn.with_tanh[-1]))
-    m3.metric("mean forget gate f_t", f"{lstm.mean_forget:.3f}")
+        # Every b_f stop's cell path at once, so that the chart answers the b_f slider in the browser.
+        data, at_bias = cell_path_stops(config, ROOM_SCALE if presenting() else 1.0)
+        instant_chart({**data, "value": float(forget_bias)}, key=page_key("cell_path"))
+    common_mean, common_end = at_bias[COMMON_FORGET_BIAS]
     with controls:
-        st.caption(f"At the usual $b_f = {COMMON_FORGET_BIAS:g}$, $f_t$ averages {common.mean_forget:.2f} and "
-                   f"$\\prod f_t$ still falls to {sci(common.cell_path[-1])} over {config.steps} steps: the cell path "
+        st.caption(f"At the usual $b_f = {COMMON_FORGET_BIAS:g}$, $f_t$ averages {common_mean:.2f} and "
+                   f"$\\prod f_t$ still falls to {common_end} over {config.steps} steps: the cell path "
                    "carries a gradient only as far as the forget gates stay near 1. Not a cure: $f_t = \\sigma(\\cdot) "
                    "< 1$, so over a long enough span the product still shrinks, only as slowly as the gates allow.")
 
