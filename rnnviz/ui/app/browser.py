@@ -104,6 +104,7 @@ SCRIPT = """<script>
 
 
 def browser_script() -> None:
-    """Start the script in this tab. The only place the app lets Streamlit run JavaScript: the script is the
-    constant above, with no user text in it (tests/test_security.py)."""
+    """Start the script in this tab. The only st.html the app lets run JavaScript: the script is the constant
+    above, with no user text in it (tests/test_security.py; the other JavaScript is the instant chart's component,
+    rnnviz/ui/kit/instant_chart.js)."""
     st.html(SCRIPT, unsafe_allow_javascript=True)

@@ -165,7 +165,9 @@ function savePng(state) {
     canvas.width = width * 2;
     canvas.height = height * 2;
     const context = canvas.getContext("2d");
-    context.fillStyle = getComputedStyle(document.body).backgroundColor || "white";
+    // The page's own background (light or dark theme): the body's is transparent under Streamlit's app.
+    const app = document.querySelector('[data-testid="stApp"]');
+    context.fillStyle = app ? getComputedStyle(app).backgroundColor : "white";
     context.fillRect(0, 0, canvas.width, canvas.height);
     context.scale(2, 2);
     context.drawImage(image, 0, 0);
