@@ -21,7 +21,7 @@ from rnnviz.ui.mechanics import gradient as sections
 
 LINK = (
     LinkParam("section", sections.SECTION, parse_choice(list(sections.SECTIONS)), example="clipping"),
-    LinkParam("sigma", sections.SIGMA, parse_float_in(0.5, 1.5), lambda v: f"{v:.2f}", example="0.90"),
+    LinkParam("sigma", sections.SIGMA, parse_float_in(*sections.SIGMA_RANGE[:2]), lambda v: f"{v:.2f}", example="0.90"),
     LinkParam("K", sections.STEPS, parse_int_in(10, 300), example="120"),
     LinkParam("H", sections.HIDDEN, parse_choice(sections.HIDDEN_SIZES), example="16"),
     LinkParam("matrix", sections.MATRIX, parse_choice(list(sections.MATRICES)), example="gaussian"),
@@ -32,7 +32,8 @@ LINK = (
     LinkParam("log", sections.LOG_BARS, parse_bool, format_bool, example="0"),
     LinkParam("theta", sections.THRESHOLD, parse_choice(sections.THRESHOLDS), example="0.25"),
     LinkParam("lr", sections.LR, parse_choice(sections.RATES), example="2.0"),
-    LinkParam("b_f", sections.FORGET_BIAS, parse_float_in(-2.0, 6.0), lambda v: f"{v:g}", example="1"),
+    LinkParam("b_f", sections.FORGET_BIAS, parse_float_in(*sections.FORGET_BIAS_RANGE[:2]), lambda v: f"{v:g}",
+              example="1"),
 )
 
 page_header(

@@ -357,3 +357,18 @@ def test_the_tanh_prime_histogram_counts_every_value_in_its_bin():
         low, high = centre - TANH_PRIME_BIN / 2, centre + TANH_PRIME_BIN / 2
         in_bin = (values >= low - 1e-12) & ((values < high - 1e-12) | ((high > 1 - 1e-9) & (values <= 1.0)))
         assert count == int(in_bin.sum()), (centre, count)
+
+
+@pytest.mark.parametrize(("section", "slider_key", "chart_key"), [
+    ("powers", "gradient_decay_sigma", "gradient_decay_power"),
+    ("lstm", "gradient_decay_forget_bias", "gradient_decay_cell_path"),
+])
+def test_an_instant_chart_holds_a_curve_for_every_value_its_slider_takes(section, slider_key, chart_key):
+    """The browser shows the stop nearest the slider's value: there must be one at every value the slider can take."""
+    from tests.apptest_helpers import instant_chart
+
+    at = open_page("app_pages/gradient_decay.py", query={"section": section})
+    slider, data = at.slider(key=slider_key), instant_chart(at, chart_key)
+    count = round((slider.max - slider.min) / slider.step) + 1
+    assert data["stops"] == pytest.approx([slider.min + i * slider.step for i in range(count)], abs=1e-9)
+    assert data["value"] == slider.value and len(data["chosen"]) == count

@@ -61,7 +61,19 @@ def keep_settings() -> None:
 # Cached engine calls
 
 
-SIGMA_STOPS = tuple(round(0.5 + i / 100, 2) for i in range(101))  # the σ₁ slider's stops: 0.50 … 1.50
+# The σ₁ and b_f sliders' ranges, and from them every stop the instant charts hold a curve for (a slider that left
+# its stops behind would show the nearest stop's curve beside another value).
+SIGMA_RANGE = (0.5, 1.5, 0.01)  # min, max, step
+FORGET_BIAS_RANGE = (-2.0, 6.0, 0.5)
+
+
+def slider_stops(low: float, high: float, step: float) -> tuple[float, ...]:
+    """Every value a slider from ``low`` to ``high`` in ``step``s can take, rounded as the slider shows it."""
+    count = round((high - low) / step)
+    return tuple(round(low + i * step, 10) for i in range(count + 1))
+
+
+SIGMA_STOPS = slider_stops(*SIGMA_RANGE)  # 0.50 … 1.50, 101 stops
 
 
 @st.cache_data(max_entries=16, show_spinner="Multiplying W_hh at every σ₁…")
@@ -77,7 +89,7 @@ def power_stops(config: gradients.PowerConfig, overlay: tuple[float, ...], font_
     return {**_power_stops(replace(config, sigma=1.0), overlay, font_scale), "value": config.sigma}
 
 
-FORGET_BIAS_STOPS = tuple(-2.0 + 0.5 * i for i in range(17))  # the b_f slider's stops: −2.0 … 6.0
+FORGET_BIAS_STOPS = slider_stops(*FORGET_BIAS_RANGE)  # −2.0 … 6.0, 17 stops
 
 
 @st.cache_data(max_entries=16, show_spinner="Running the LSTM at every b_f…")
@@ -113,7 +125,7 @@ def clip_run(config: gradients.ClipConfig, threshold: float | None) -> gradients
 
 def sigma_and_steps() -> tuple[float, int]:
     """The two settings every section but clipping is about: σ₁ and K = T."""
-    sigma = st.slider("σ₁, the largest singular value of W_hh", 0.5, 1.5, step=0.01, key=SIGMA)
+    sigma = st.slider("σ₁, the largest singular value of W_hh", *SIGMA_RANGE[:2], step=SIGMA_RANGE[2], key=SIGMA)
     steps = st.slider("K = T, the number of steps", 10, 300, step=10, key=STEPS)
     return float(sigma), int(steps)
 
@@ -128,7 +140,7 @@ def more_settings(inputs: bool, vector: bool = False, sigma: bool = False, steps
         + ([f"inputs ×{state[INPUT_SCALE]:g}"] if inputs else []))
     with st.popover(label, icon=":material/tune:"):
         if sigma:
-            st.slider("σ₁, the largest singular value of W_hh", 0.5, 1.5, step=0.01, key=SIGMA)
+            st.slider("σ₁, the largest singular value of W_hh", *SIGMA_RANGE[:2], step=SIGMA_RANGE[2], key=SIGMA)
         if steps:
             st.slider("K = T, the number of steps", 10, 300, step=10, key=STEPS)
         st.select_slider("H, the hidden size", HIDDEN_SIZES, key=HIDDEN)
@@ -266,7 +278,8 @@ def lstm_cell_path() -> None:
     with controls:
         st.latex(r"\frac{\partial c_T}{\partial c_k}\Big|_{\text{cell path}} = \prod_{t=k+1}^{T}"
                  r" \operatorname{diag}(f_t)")
-        forget_bias = st.slider("forget-gate bias b_f at initialisation", -2.0, 6.0, step=0.5, key=FORGET_BIAS,
+        forget_bias = st.slider("forget-gate bias b_f at initialisation", *FORGET_BIAS_RANGE[:2],
+                                step=FORGET_BIAS_RANGE[2], key=FORGET_BIAS,
                                 help="b_f ≈ ln T keeps f_t near 1 for T steps (chrono initialisation, Tallec & "
                                 "Ollivier 2018).")
         more_settings(inputs=True, sigma=True, steps=True)
