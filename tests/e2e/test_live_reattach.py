@@ -47,9 +47,14 @@ def run_token(address: str) -> str | None:
 
 
 def checkpoint(page):
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Download the checkpoint").click()
-    return load_checkpoint(download.value.path())
+    """The run's checkpoint, downloaded from its button. A rerun of the live panel replaces the button's file, and
+    the browser cancels a download that asked for the replaced one: then the click is made once more."""
+    for attempt in range(2):
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Download the checkpoint").click()
+        if download.value.failure() is None or attempt:
+            return load_checkpoint(download.value.path())
+        wait_idle(page)
 
 
 def same_weights(a, b) -> bool:
@@ -186,11 +191,12 @@ def test_the_first_screen_shows_what_the_class_watches(page, server):
     inside_first_screen(page, page.locator("[data-testid='stCode']").first, "the latest sample")
     # Drawn before each chunk trains, the panel is not greyed out as "stale" while the class watches (it
     # was, most of the time, when it was drawn after the chunk): most looks find nothing stale.
+    # Twenty looks over four seconds: a burst of greyed-out looks while a busy machine catches up does not decide.
     looks = []
-    for _ in range(10):
+    for _ in range(20):
         looks.append(page.evaluate(VISIBLE_STALE) == 0)
         page.wait_for_timeout(200)
-    assert sum(looks) >= 7, f"greyed out in {looks.count(False)} of 10 looks"
+    assert sum(looks) >= 14, f"greyed out in {looks.count(False)} of 20 looks: {looks}"
     screenshot(page, "live-training-first-screen")
 
     # The settings fold away and reopen on demand; training goes on meanwhile.
