@@ -4,6 +4,7 @@ box, which shows a shadow on the side that has more; no button or control label 
 legend takes the side of the plot on a phone."""
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from rnnviz.ui.app.registry import PAGES
 from tests.e2e.harness import ROOT, open_app_page, wait_idle
@@ -48,6 +49,17 @@ WIDE_SIDE_LEGENDS = """() => [...document.querySelectorAll('[data-testid=stMain]
   .map(g => g.getAttribute('aria-label') || g.textContent.slice(0, 60))"""
 
 
+def settle_widths(page, timeout_ms: int = 5_000) -> None:
+    """After a resize, charts and columns follow the new width a few frames later (plotly's resize handler,
+    Streamlit's ResizeObserver): wait, for a while, until the page fits. A page that still does not fit after it
+    fails in check_fits, with its widths."""
+    try:
+        page.wait_for_function(f"() => {{ const w = ({PAGE_WIDTHS})(); "
+                               "return w.document <= w.window && w.main <= w.mainBox; }", timeout=timeout_ms)
+    except PlaywrightTimeout:
+        pass
+
+
 def check_fits(page, name: str) -> None:
     widths = page.evaluate(PAGE_WIDTHS)
     assert widths["document"] <= widths["window"], (name, widths)
@@ -67,6 +79,7 @@ def test_no_page_scrolls_sideways_on_a_tablet_or_a_phone(page, base_url, spec):
     page.set_viewport_size(PHONE)
     page.wait_for_function("() => document.querySelector('[data-testid=stMain]').clientWidth <= 390")
     wait_idle(page)
+    settle_widths(page)
     check_fits(page, f"{spec.url_path} at 390 px")
     assert page.evaluate(WIDE_SIDE_LEGENDS) == [], f"{spec.url_path}: legends below the plot on a phone"
     if spec.default:  # the README's picture of a phone
