@@ -166,6 +166,20 @@ def browser_tabs(playwright_driver, chromium_path, tmp_path_factory):
     blank.shutdown()
 
 
+@pytest.fixture(scope="session")
+def class_tabs(playwright_driver, chromium_path, tmp_path_factory):
+    """Tabs of one Chromium profile, each in a renderer process of its own, as a class's browsers are: for the
+    tests that time the server while eight sessions use it (one renderer for all eight would queue their pages
+    on one thread: the Ray class test took 88 s instead of 69)."""
+    from tests.e2e.harness import CHROMIUM_ARGS, DEFAULT_VIEWPORT
+
+    context = playwright_driver.chromium.launch_persistent_context(
+        tmp_path_factory.mktemp("chromium-class-profile"), executable_path=chromium_path, args=CHROMIUM_ARGS,
+        viewport=DEFAULT_VIEWPORT, accept_downloads=True)
+    yield context
+    context.close()
+
+
 @pytest.fixture
 def page(browser_tabs):
     """A new tab (a Streamlit session of its own) at the default size; it and any tab the test opened from it

@@ -152,8 +152,8 @@ IN_PROCESS = Backend("in-process, 2 training slots", {"Training now": "2 of 2", 
 
 
 @pytest.mark.alone  # its health latencies would also measure whatever ran beside it
-def test_eight_sessions_two_training_and_one_waiting(browser_tabs, class_server):
-    run_class(browser_tabs, class_server, IN_PROCESS)
+def test_eight_sessions_two_training_and_one_waiting(class_tabs, class_server):
+    run_class(class_tabs, class_server, IN_PROCESS)
 
 
 def run_class(tabs, url: str, backend: Backend) -> None:

@@ -40,8 +40,8 @@ ON_RAY = Backend("ray, 2 nodes × 1 CPU", {"Training on the cluster": "2 of 2", 
 
 
 @pytest.mark.alone  # its health latencies would also measure whatever ran beside it
-def test_eight_sessions_two_training_on_ray_and_one_waiting(browser_tabs, ray_class_server):
-    run_class(browser_tabs, ray_class_server, ON_RAY)
+def test_eight_sessions_two_training_on_ray_and_one_waiting(class_tabs, ray_class_server):
+    run_class(class_tabs, ray_class_server, ON_RAY)
 
 
 def test_a_private_local_ray_inside_the_server_trains_a_run(page, tmp_path):
