@@ -1,5 +1,6 @@
-"""Shared test settings: deterministic, small torch work on the two cores; one Chromium profile whose tabs serve
-every browser test (and a plain Chromium for the rare test that needs a context of its own).
+"""Shared test settings: deterministic, small torch work on the two cores; one Chromium profile whose tabs, in one
+renderer process, serve every browser test (a plain Chromium for the rare test that needs a context of its own,
+and tabs with a renderer each for the tests that time the server under a class's eight browsers).
 
 The browser fixtures live here, not in tests/e2e, because Playwright's sync API runs one event loop per
 process: tests/e2e and tests/load must share one session-wide Playwright driver."""
@@ -170,7 +171,7 @@ def browser_tabs(playwright_driver, chromium_path, tmp_path_factory):
 def class_tabs(playwright_driver, chromium_path, tmp_path_factory):
     """Tabs of one Chromium profile, each in a renderer process of its own, as a class's browsers are: for the
     tests that time the server while eight sessions use it (one renderer for all eight would queue their pages
-    on one thread: the Ray class test took 88 s instead of 69)."""
+    on one thread: the Ray class test took 88 s instead of 58-69)."""
     from tests.e2e.harness import CHROMIUM_ARGS, DEFAULT_VIEWPORT
 
     context = playwright_driver.chromium.launch_persistent_context(
