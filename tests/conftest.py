@@ -123,13 +123,13 @@ def browser(playwright_driver, chromium_path):
     browser.close()
 
 
-def _serve_a_blank_page():
-    """A loopback HTTP server with one empty page, for the tab that keeps the app's renderer process alive."""
-    class Blank(http.server.BaseHTTPRequestHandler):
+def serve_on_loopback(body: bytes, content_type: str | None = None) -> http.server.ThreadingHTTPServer:
+    """A loopback HTTP server (never the internet) that answers every GET with ``body``; call shutdown() after."""
+    class Fixed(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
-            body = b"<!doctype html><title>keeps the renderer</title>"
             self.send_response(200)
-            self.send_header("Content-Type", "text/html")
+            if content_type:
+                self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -137,7 +137,7 @@ def _serve_a_blank_page():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Blank)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fixed)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -159,7 +159,7 @@ def browser_tabs(playwright_driver, chromium_path, tmp_path_factory):
     context = playwright_driver.chromium.launch_persistent_context(
         tmp_path_factory.mktemp("chromium-profile"), executable_path=chromium_path,
         args=[*CHROMIUM_ARGS, "--process-per-site"], viewport=DEFAULT_VIEWPORT, accept_downloads=True)
-    blank = _serve_a_blank_page()
+    blank = serve_on_loopback(b"<!doctype html><title>keeps the renderer</title>", "text/html")
     keeper = context.new_page()
     keeper.goto(f"http://127.0.0.1:{blank.server_address[1]}/")
     yield context

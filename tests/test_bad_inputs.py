@@ -10,10 +10,8 @@ all (a bounded slider or number input), ``test_bounded_widgets_refuse_the_value`
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +27,7 @@ from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import APP, TIMEOUT, page_text
+from tests.conftest import serve_on_loopback
 
 HAND, GRADIENTS, GATES, STACKED = ("app_pages/hand_built_rnn.py", "app_pages/gradient_decay.py",
                                    "app_pages/lstm_gates.py", "app_pages/stacked_rnns.py")
@@ -323,19 +322,7 @@ ROWS: dict[str, Bad] = {
 def garbage_url():
     """A loopback server that answers every request with 300 kB of noise (never the internet)."""
 
-    class Garbage(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = bytes(range(256)) * 1200
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_on_loopback(bytes(range(256)) * 1200)
     yield f"http://127.0.0.1:{server.server_address[1]}/input.txt"
     server.shutdown()
 
