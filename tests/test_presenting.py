@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from rnnviz.figures import FONT_SIZE, house_style, scale_fonts
@@ -65,6 +66,20 @@ def test_a_presenting_link_hides_the_named_controls_and_draws_the_figures_larger
     assert f".st-key-{gradient.SIGMA}" in css, "a hidden control stays hidden: the link still says hide=sigma"
     assert "present" not in at.query_params
     assert instant_chart(at, "gradient_decay_power")["font_scale"] == 1.0
+
+
+def test_presenting_home_draws_its_diagrams_larger():
+    """Home's diagrams are figures without traces (shapes and annotations), which st.plotly_chart refuses as a
+    dict: presenting Home raised an exception before (found by bench.browser_latency's Presenting row)."""
+    at = open_page("app_pages/home.py", query={"present": "1"})
+    assert not at.exception
+    diagrams = [figure(at, i) for i in range(len(at.get("plotly_chart")))]
+    assert diagrams and all(not d.get("data") for d in diagrams)
+    at.toggle(key=PRESENT_KEY).set_value(False).run()  # the teacher turns it off
+    assert not at.exception
+    as_usual = [figure(at, i) for i in range(len(at.get("plotly_chart")))]
+    assert [d["layout"]["font"]["size"] for d in diagrams] == [
+        pytest.approx(d["layout"]["font"].get("size", 12) * ROOM_SCALE) for d in as_usual]
 
 
 def test_a_bad_present_value_is_named_and_the_page_is_shown_as_usual():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from rnnviz.figures import describe, scale_fonts
@@ -34,8 +35,13 @@ def page_header(url_path: str, intro: str, equation: str | None = None) -> None:
 
 def for_the_room(fig):
     """``fig`` as drawn now: with every text 1.25 times larger while the session presents (app.presenting), else
-    as it is (the figures of a cache are never changed: the larger copy is new)."""
-    return scale_fonts(fig, ROOM_SCALE) if presenting() else fig
+    as it is (the figures of a cache are never changed: the larger copy is new). st.plotly_chart refuses a dict
+    without traces (plotly's return_figure_from_figure_or_data), which Home's diagrams are (shapes and
+    annotations only): such a copy goes back as a Figure."""
+    if not presenting():
+        return fig
+    larger = scale_fonts(fig, ROOM_SCALE)
+    return larger if larger.get("data") else go.Figure(larger)
 
 
 def plot(fig, key: str | None = None, alt: str | None = None) -> None:
