@@ -1,8 +1,11 @@
 """How fast each lesson control answers in a real browser (Chromium, 1400 × 900), against a warm server.
 
 One server is started; every page is opened once, untimed (the server's imports, shipped models and shared figures
-are built then). Then, per control, MOVES moves to values the session has not shown yet (→ on a slider, a click on
-Step or +), so that no cache hides the work. The clock runs in the page's own time from the key press or pointer
+are built then). Then, per control (every slider, number input, select box, radio, segmented control, switch and
+stepper button of the lesson pages: CONTROLS), MOVES moves to values the session has not shown yet (→ on a slider, a
+click on Step or +, the next option of a choice), so that no cache hides the work; a choice of a few options comes
+round to its first again. A control that cannot be measured is a row that says why, and the others go on.
+The clock runs in the page's own time from the key press or pointer
 press to the page's last change: the app's script state back to not-running after a run that started after the
 press, every chart drawn, and nothing changed under the document for SETTLED_MS (the quiet wait itself is not
 counted). Each row has the median and the worst (p95 of 5 is the worst) beside the page's rerun with nothing
@@ -41,32 +44,128 @@ TARGET_MEDIAN_S, TARGET_P95_S = 0.100, 0.200
 VIEWPORT = {"width": 1400, "height": 900}
 
 
+# Where each kind of control is found on the page, when no key names its block.
+BLOCKS = {"slider": "stSlider", "select": "stSelectbox", "radio": "stRadio", "choice": "stButtonGroup",
+          "toggle": "stCheckbox", "number": "stNumberInput", "button": "stButton"}
+
+
 @dataclass(frozen=True)
 class Control:
     page: str  # the page's address, with any query that sets it up
     name: str  # the row's name
-    kind: str  # "slider" (→ on the slider labelled ``label``) or "button" (a click on the button named ``label``)
-    label: str
-    key: str | None = None  # the widget's key, to find a button among several of the same name
+    # "slider" (→ on it, or ``press``), "button" (a click), "number" (a number input's +), "select" (a select box:
+    # the next option), "radio" (the next option), "choice" (a segmented control or pills: the next button),
+    # "toggle" (a click on the switch or box)
+    kind: str
+    label: str  # text in the control's block (its label), to find it when ``key`` is None
+    key: str | None = None  # the widget's key: its block is ``.st-key-{key}``
     press: str = "ArrowRight"  # the key that moves a slider (ArrowLeft where the default sits near the top)
+    opens: str | None = None  # text of a popover's button or an expander's title, clicked (untimed) when it is shut
+    skip: str | None = None  # a select box's options that hold this text are not chosen
+
+    def block(self, page, move: int = 0):
+        """The control's block; a key ending in "*" (every key that starts so) or with "|" (``step_first|end``)
+        names a row of buttons (presets, "Show", First and End), one clicked per move in turn."""
+        if self.key and (self.key.endswith("*") or "|" in self.key):
+            stem, _, ends = self.key.rstrip("*").rpartition("_")
+            blocks = page.locator(f"[class*='st-key-{self.key[:-1]}']" if self.key.endswith("*") else
+                                  ", ".join(f".st-key-{stem}_{end}" for end in ends.split("|")))
+            return blocks.nth(move % blocks.count())
+        if self.key:
+            return page.locator(f".st-key-{self.key}").first
+        return page.locator(f"[data-testid='{BLOCKS[self.kind]}']").filter(has_text=self.label).first
 
 
+HAND_BUILT = "hand-built-rnn?bits=0,1,1,0,1,1,1,0,0,1"
+SENTENCE_END = 51  # the hidden-state page's default sentence has 52 characters
+# Every slider, number input, select box, radio, segmented control and stepper button of the lesson pages that
+# answers at once (not the buttons that start seconds of training: a race, a sweep, probes), one row each; where
+# several controls share one code path (the hand-built RNN's 15 weights, the LSTM gates' presets, the explorer's
+# "Show" buttons), one row stands for them. The first thirteen are the rows of the issue's first table.
 CONTROLS = [
-    Control("hand-built-rnn?bits=0,1,1,0,1,1,1,0,0,1", "Hand-built RNN: Step", "button", "Step",
-            "handbuilt_step_forward"),
-    Control("unrolling-bptt", "Unrolling: Steps T", "slider", "Steps T"),
-    Control("unrolling-bptt", "Unrolling: Hidden size H", "slider", "Hidden size H"),
-    Control("truncated-bptt", "Truncated BPTT: Chunk length K", "slider", "Chunk length K"),
-    Control("truncated-bptt", "Truncated BPTT: Loss at step t", "slider", "Loss at step t"),
+    Control(HAND_BUILT, "Hand-built RNN: Step", "button", "Step", "handbuilt_step_forward"),
+    Control("unrolling-bptt", "Unrolling: Steps T", "slider", "Steps T", "unroll_steps"),
+    Control("unrolling-bptt", "Unrolling: Hidden size H", "slider", "Hidden size H", "unroll_hidden"),
+    Control("truncated-bptt", "Truncated BPTT: Chunk length K", "slider", "Chunk length K", "tbptt_view_chunk"),
+    Control("truncated-bptt", "Truncated BPTT: Loss at step t", "slider", "Loss at step t", "tbptt_position"),
     Control("stacked-rnns", "Stacked RNNs: Step", "button", "Step", "stacked_step_forward"),
-    Control("gradient-decay?section=powers", "Gradient decay (powers): σ₁", "slider", "σ₁"),
-    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): σ₁", "slider", "σ₁"),
-    Control("gradient-decay?section=sum", "Gradient decay (per-step sum): K", "slider", "K = T"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): σ₁", "slider", "σ₁", "gradient_decay_sigma"),
+    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): σ₁", "slider", "σ₁", "gradient_decay_sigma"),
+    Control("gradient-decay?section=sum", "Gradient decay (per-step sum): K", "slider", "K = T",
+            "gradient_decay_steps"),
     Control("gradient-decay?section=lstm", "Gradient decay (LSTM path): b_f", "slider", "forget-gate bias b_f",
+            "gradient_decay_forget_bias", press="ArrowLeft"),
+    Control("lstm-gates", "LSTM gates: forget gate f", "slider", "forget gate f", "lstm_gates_f"),
+    Control("hidden-state", "Hidden state: t", "slider", "t: the last character read", "hidden_state_t"),
+    Control("hidden-cell-explorer", "Explorer: Unit +", "number", "Unit", "explorer_unit"),
+    # Home: the shared sidebar's seed and the presenting switch at the top of every page
+    Control("", "Home: Seed +", "number", "Seed", "seed"),
+    Control("", "Home: Presenting", "toggle", "Presenting", "presenting"),
+    Control(f"{HAND_BUILT}&t=10", "Hand-built RNN: Back", "button", "Back", "handbuilt_step_back"),
+    Control(f"{HAND_BUILT}&t=5", "Hand-built RNN: First, End", "button", "First", "handbuilt_step_first|end"),
+    Control(HAND_BUILT, "Hand-built RNN: Nonlinearity", "choice", "Nonlinearity", "handbuilt_phi"),
+    Control(HAND_BUILT, "Hand-built RNN: a weight + (any of 15)", "number", "W_xh", "handbuilt_w_xh_0",
+            opens="Edit the weights"),
+    Control(HAND_BUILT, "Hand-built RNN: Quiz mode", "toggle", "Quiz mode", "handbuilt_quiz"),
+    Control("unrolling-bptt", "Unrolling: Scale of W_hh", "slider", "Scale", "unroll_gain"),
+    Control("unrolling-bptt", "Unrolling: Where the loss attaches", "choice", "Where the loss", "unroll_attach"),
+    Control("truncated-bptt", "Truncated BPTT: Delay D", "slider", "Delay D", "tbptt_delay"),
+    Control("truncated-bptt", "Truncated BPTT: Sequence length L", "slider", "Sequence length L", "tbptt_length"),
+    Control("truncated-bptt", "Truncated BPTT: Training steps per run", "slider", "Training steps",
+            "tbptt_steps"),
+    Control("truncated-bptt", "Truncated BPTT: Chunk lengths K to train", "choice", "Chunk lengths",
+            "tbptt_chunks"),
+    Control("stacked-rnns?cell_step=8", "Stacked RNNs: Back", "button", "Back", "stacked_step_back"),
+    Control("stacked-rnns", "Stacked RNNs: Cell", "choice", "Cell", "stacked_kind"),
+    Control("stacked-rnns", "Stacked RNNs: Layers", "slider", "Layers", "stacked_layers"),
+    Control("stacked-rnns", "Stacked RNNs: Computation order", "radio", "Computation order", "stacked_order"),
+    Control("stacked-rnns", "Stacked RNNs: width d₁ +", "number", "d", "stacked_d1"),
+    Control("gradient-decay?section=powers", "Gradient decay: Section", "choice", "Section",
+            "gradient_decay_section"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): K", "slider", "K = T", "gradient_decay_steps"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): H", "slider", "H, the hidden size",
+            "gradient_decay_hidden", opens="More:"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): W_hh", "radio", "W_hh",
+            "gradient_decay_matrix", opens="More:"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): Start vector v", "radio", "Start vector",
+            "gradient_decay_vector", opens="More:"),
+    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): K", "slider", "K = T", "gradient_decay_steps"),
+    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): input scale", "slider", "input scale",
+            "gradient_decay_input_scale", opens="More:"),
+    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): input weight scale", "slider",
+            "input weight scale", "gradient_decay_input_weight", opens="More:"),
+    Control("gradient-decay?section=sum", "Gradient decay (per-step sum): log scale", "toggle", "log scale",
+            "gradient_decay_log_bars"),
+    Control("gradient-decay?section=clipping", "Gradient decay (clipping): threshold θ", "slider", "threshold",
+            "gradient_decay_threshold"),
+    Control("gradient-decay?section=clipping", "Gradient decay (clipping): learning rate", "slider",
+            "learning rate", "gradient_decay_lr"),
+    Control("lstm-gates", "LSTM gates: input gate i", "slider", "input gate i", "lstm_gates_i", press="ArrowLeft"),
+    Control("lstm-gates", "LSTM gates: candidate g", "slider", "candidate g", "lstm_gates_g"),
+    Control("lstm-gates", "LSTM gates: output gate o", "slider", "output gate o", "lstm_gates_o",
             press="ArrowLeft"),
-    Control("lstm-gates", "LSTM gates: forget gate f", "slider", "forget gate f"),
-    Control("hidden-state", "Hidden state: t", "slider", "t: the last character read"),
-    Control("hidden-cell-explorer", "Explorer: Unit +", "button", "", "explorer_unit"),
+    Control("lstm-gates", "LSTM gates: a preset (any of 4)", "button", "", "lstm_gates_preset_*"),
+    Control("lstm-gates", "LSTM gates: H, hidden size", "slider", "H, hidden size", "lstm_gates_hidden"),
+    Control("lstm-gates", "LSTM gates: step t", "slider", "step t", "lstm_gates_step", press="ArrowLeft"),
+    # (not the Tiny Shakespeare model: without the corpus on disk, choosing it sends the box back to the model before)
+    Control("lstm-gates", "LSTM gates: model", "select", "model", "lstm_gates_model", skip="tiny-shakespeare"),
+    Control("lstm-gates", "LSTM gates: text", "radio", "text", "lstm_gates_text_source"),
+    Control("hidden-state", "Hidden state: s, the character attended to", "slider", "s: the character",
+            "hidden_state_s"),
+    Control(f"hidden-state?ct={SENTENCE_END - 10}", "Hidden state: t of the connectivity", "slider",
+            "t: the prediction", "hidden_state_connectivity_t"),
+    Control("hidden-cell-explorer", "Explorer: Quantity", "select", "Quantity", "explorer_quantity"),
+    Control("hidden-cell-explorer", "Explorer: a ranked cell's Show (any of 10)", "button", "Show",
+            "explorer_show_*"),
+    Control("hidden-cell-explorer", "Explorer: Window start", "slider", "Window start", "explorer_window"),
+    Control("image-captioning", "Captioning: Background", "select", "Background", "cap_bg"),
+    Control("image-captioning", "Captioning: Shape at left", "select", "Shape at left", "cap_shape_left"),
+    Control("image-captioning", "Captioning: Colour at left", "select", "Colour at left", "cap_colour_left"),
+    Control("image-captioning", "Captioning: Size at left", "select", "Size at left", "cap_size_left"),
+    Control("image-captioning", "Captioning: Random scene", "button", "Random scene", "cap_random"),
+    Control("image-captioning", "Captioning: Decoding", "radio", "Decoding", "cap_method"),
+    Control("image-captioning?decoding=beam%20search", "Captioning: Beam width", "slider", "Beam width", "cap_beam"),
+    Control("image-captioning", "Captioning: Word t", "slider", "Word", "cap_t"),
 ]
 
 # Also notes when the figure first shows the move: a new plotly drawing (its .main-svg added under the document), or
@@ -141,7 +240,7 @@ WAIT_SETTLED = f"""async ([settledMs, timeoutMs]) => {{
 }}"""
 
 
-def _settled(page, cdp, busy_before: float, timeout_s: float = 120.0) -> Move:
+def _settled(page, cdp, busy_before: float, timeout_s: float = 60.0) -> Move:
     """The move that was pressed: when the page settled, the run's start and end, charts built, renderer work."""
     elapsed = page.evaluate(WAIT_SETTLED, [SETTLED_MS, timeout_s * 1000])
     if elapsed is None:
@@ -159,22 +258,85 @@ def _open(page, url: str, address: str) -> None:
         raise RuntimeError(f"{address} raised an exception")
 
 
-def _move(page, cdp, control: Control) -> Move:
-    """One move of the control to a value it has not had, timed until the page has settled."""
+def _next_of(options, chosen) -> int:
+    """The index of the option after the chosen one (wrapping round), so that moves cycle through the options."""
+    return (chosen + 1) % options if chosen >= 0 else 0
+
+
+def _move(page, cdp, control: Control, move: int = 0) -> Move:
+    """One move of the control to a value it has not had (or, for a choice of a few, the next one round), timed
+    until the page has settled. The clock starts at the press that changes the value: opening a select box's list
+    is not timed, choosing from it is."""
     page.wait_for_selector(APP_IDLE)
+    block = control.block(page, move)
+    if control.opens and not block.is_visible():
+        page.locator("button, summary").filter(has_text=control.opens).first.click()
+        block.wait_for(state="visible")
     page.evaluate(ARM)
     if control.kind == "slider":
-        thumb = page.locator("[data-testid='stSlider']").filter(has_text=control.label).first.get_by_role("slider")
+        thumb = block.get_by_role("slider").first
         thumb.focus()
         page.evaluate(ARM)  # focusing can itself be a key or pointer event in some builds: arm again
+        now, low, high = (float(x) for x in thumb.evaluate("range => [range.value, range.min, range.max]"))
+        press = control.press
+        if (press == "ArrowRight" and now >= high) or (press == "ArrowLeft" and now <= low):  # at its end: back
+            press = "ArrowLeft" if press == "ArrowRight" else "ArrowRight"
         busy_before = _busy_s(cdp)
-        thumb.press(control.press)
-    elif control.label:
+        thumb.press(press)
+    elif control.kind == "button":
         busy_before = _busy_s(cdp)
-        page.locator(f".st-key-{control.key} button").first.click()
-    else:  # a number input's + (step up)
+        block.locator("button").first.click()
+    elif control.kind == "number":
         busy_before = _busy_s(cdp)
-        page.locator(f".st-key-{control.key} [data-testid='stNumberInputStepUp']").click()
+        up = block.locator("[data-testid='stNumberInputStepUp']")
+        if up.count() and up.is_visible():
+            (up if up.is_enabled() else block.locator("[data-testid='stNumberInputStepDown']")).click()
+        else:  # a narrow input without + and −: a new value typed in, sent with Enter (the press timed)
+            field = block.locator("input")
+            value, step, high = (float(x or "inf") for x in field.evaluate("box => [box.value, box.step, box.max]"))
+            field.fill(f"{value + step if value + step <= high else value - step:g}")
+            page.evaluate(ARM)
+            busy_before = _busy_s(cdp)
+            field.press("Enter")
+    elif control.kind == "select":
+        box = block.get_by_role("combobox")
+        current = box.input_value().strip()
+        box.fill("")  # the box filters its list by what it holds: empty, it lists every option
+        box.press("ArrowDown")  # opens the list (untimed: the clock is armed again below)
+        options = page.get_by_role("option")
+        options.first.wait_for()
+        page.wait_for_timeout(100)  # the list is drawn in a frame or two: read it whole
+        texts = [text for text in dict.fromkeys(text.strip() for text in options.all_inner_texts())
+                 if not (control.skip and control.skip in text) or text == current]
+        following = texts[_next_of(len(texts), texts.index(current) if current in texts else -1)]
+        if following == current:
+            raise RuntimeError(f"{control.name}: no other option than {current!r} in {texts}")
+        # Chosen from the keyboard: the option's name typed, the one option left highlighted, Enter (the press
+        # timed). A click on the list as it re-filters was lost now and then, and the page then never settled.
+        box.fill(following)
+        page.get_by_role("option", name=following, exact=True).first.wait_for()
+        box.press("ArrowDown")
+        page.evaluate(ARM)
+        busy_before = _busy_s(cdp)
+        box.press("Enter")
+    elif control.kind == "radio":
+        radios = block.get_by_role("radio")
+        chosen = next((i for i in range(radios.count()) if radios.nth(i).is_checked()), -1)
+        target = block.locator("label").filter(has=page.get_by_role("radio")).nth(_next_of(radios.count(), chosen))
+        busy_before = _busy_s(cdp)
+        target.click()
+    elif control.kind == "choice":
+        buttons = block.locator("button")
+        chosen = next((i for i in range(buttons.count())
+                       if buttons.nth(i).get_attribute("aria-checked") == "true"
+                       or "Active" in (buttons.nth(i).get_attribute("data-testid") or "")), -1)
+        busy_before = _busy_s(cdp)
+        buttons.nth(_next_of(buttons.count(), chosen)).click()
+    elif control.kind == "toggle":
+        busy_before = _busy_s(cdp)
+        block.locator("label").first.click()
+    else:
+        raise ValueError(f"unknown kind of control: {control.kind}")
     return _settled(page, cdp, busy_before)
 
 
@@ -245,9 +407,17 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
             reruns = [_idle_rerun(page, cdp) for _ in range(3)]
             idle = statistics.median(m.settled_s for m in reruns)
             idle_busy = statistics.median(m.busy_s for m in reruns)
-            moves = [_move(page, cdp, control) for _ in range(MOVES)]
-            if page.locator("[data-testid='stException']").count():
-                raise RuntimeError(f"{control.name} raised an exception")
+            try:
+                moves = [_move(page, cdp, control, move) for move in range(MOVES)]
+                if page.locator("[data-testid='stException']").count():
+                    raise RuntimeError(f"{control.name} raised an exception")
+            except Exception as err:  # noqa: BLE001 (one control that cannot be measured is a row that says so)
+                results[control.name] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"}
+                rows.append([control.name, "error", "", "", "", "", "", "", "", "", results[control.name]["error"],
+                             "no"])
+                print(f"  {control.name}: {results[control.name]['error']}", flush=True)
+                page.close()
+                continue
             page.close()
 
             def median(field: str, moves=moves) -> float:
