@@ -158,7 +158,9 @@ def test_a_stranger_sees_nothing_a_forged_address_is_refused_and_an_expired_one_
         time.sleep(TTL_S + 3)
         open_app_page(stranger, server, address[len(server) + 1:])  # the whole address restores it from disk
         stranger.get_by_text("This run was restored from disk").wait_for(timeout=10_000)
-        assert has_run(stranger) and number(stranger, "Step") == step and no_exception(stranger)
+        # The notice lands before the run's panel in the same script run: wait for the panel, then read it.
+        wait_for(lambda: has_run(stranger), 10, "the restored run's panel")
+        assert number(stranger, "Step") == step and no_exception(stranger)
     finally:
         stranger_context.close()
 
