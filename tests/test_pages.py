@@ -1,10 +1,12 @@
-"""Every registered page renders in AppTest with no exception and shows its registered title."""
+"""Every registered page renders in AppTest with no exception and shows its registered title, as it is and
+presented."""
 
 from pathlib import Path
 
 import pytest
 
 from rnnviz.lessons.shapes import SHAPES
+from rnnviz.ui.app.presenting import PRESENT_KEY
 from rnnviz.ui.app.registry import COURSE, GROUPS, PAGES, course_neighbours, page_by_url
 from tests.apptest_helpers import ROOT, open_page
 from tests.figure_helpers import figure
@@ -21,6 +23,11 @@ def test_page_renders_without_exception(spec):
               if link.proto.label.startswith(("Previous:", "Next:"))}
     assert footer == {**({"Previous": previous.address} if previous else {}),
                       **({"Next": following.address} if following else {})}
+    # A teacher can present it: the switch at the top draws it again for a room (larger fonts in every figure,
+    # which once raised on Home, whose diagrams have no traces).
+    at.toggle(key=PRESENT_KEY).set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [t.value for t in at.title] == [spec.title]
 
 
 def test_registry_lists_each_page_file_once():
