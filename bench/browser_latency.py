@@ -44,11 +44,6 @@ TARGET_MEDIAN_S, TARGET_P95_S = 0.100, 0.200
 VIEWPORT = {"width": 1400, "height": 900}
 
 
-# Where each kind of control is found on the page, when no key names its block.
-BLOCKS = {"slider": "stSlider", "select": "stSelectbox", "radio": "stRadio", "choice": "stButtonGroup",
-          "toggle": "stCheckbox", "number": "stNumberInput", "button": "stButton"}
-
-
 @dataclass(frozen=True)
 class Control:
     page: str  # the page's address, with any query that sets it up
@@ -57,23 +52,19 @@ class Control:
     # the next option), "radio" (the next option), "choice" (a segmented control or pills: the next button),
     # "toggle" (a click on the switch or box)
     kind: str
-    label: str  # text in the control's block (its label), to find it when ``key`` is None
-    key: str | None = None  # the widget's key: its block is ``.st-key-{key}``
+    # The widget's key: its block is ``.st-key-{key}``. Several keys, or a key ending in "*" (every key that starts
+    # so), name a row of buttons (First and End, the presets, "Show"): one is clicked per move, in turn.
+    key: str | tuple[str, ...]
     press: str = "ArrowRight"  # the key that moves a slider (ArrowLeft where the default sits near the top)
     opens: str | None = None  # text of a popover's button or an expander's title, clicked (untimed) when it is shut
     skip: str | None = None  # a select box's options that hold this text are not chosen
 
     def block(self, page, move: int = 0):
-        """The control's block; a key ending in "*" (every key that starts so) or with "|" (``step_first|end``)
-        names a row of buttons (presets, "Show", First and End), one clicked per move in turn."""
-        if self.key and (self.key.endswith("*") or "|" in self.key):
-            stem, _, ends = self.key.rstrip("*").rpartition("_")
-            blocks = page.locator(f"[class*='st-key-{self.key[:-1]}']" if self.key.endswith("*") else
-                                  ", ".join(f".st-key-{stem}_{end}" for end in ends.split("|")))
+        if isinstance(self.key, tuple) or self.key.endswith("*"):
+            blocks = page.locator(", ".join(f".st-key-{key}" for key in self.key) if isinstance(self.key, tuple)
+                                  else f"[class*='st-key-{self.key[:-1]}']")
             return blocks.nth(move % blocks.count())
-        if self.key:
-            return page.locator(f".st-key-{self.key}").first
-        return page.locator(f"[data-testid='{BLOCKS[self.kind]}']").filter(has_text=self.label).first
+        return page.locator(f".st-key-{self.key}").first
 
 
 HAND_BUILT = "hand-built-rnn?bits=0,1,1,0,1,1,1,0,0,1"
@@ -83,89 +74,84 @@ SENTENCE_END = 51  # the hidden-state page's default sentence has 52 characters
 # several controls share one code path (the hand-built RNN's 15 weights, the LSTM gates' presets, the explorer's
 # "Show" buttons), one row stands for them. The first thirteen are the rows of the issue's first table.
 CONTROLS = [
-    Control(HAND_BUILT, "Hand-built RNN: Step", "button", "Step", "handbuilt_step_forward"),
-    Control("unrolling-bptt", "Unrolling: Steps T", "slider", "Steps T", "unroll_steps"),
-    Control("unrolling-bptt", "Unrolling: Hidden size H", "slider", "Hidden size H", "unroll_hidden"),
-    Control("truncated-bptt", "Truncated BPTT: Chunk length K", "slider", "Chunk length K", "tbptt_view_chunk"),
-    Control("truncated-bptt", "Truncated BPTT: Loss at step t", "slider", "Loss at step t", "tbptt_position"),
-    Control("stacked-rnns", "Stacked RNNs: Step", "button", "Step", "stacked_step_forward"),
-    Control("gradient-decay?section=powers", "Gradient decay (powers): σ₁", "slider", "σ₁", "gradient_decay_sigma"),
-    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): σ₁", "slider", "σ₁", "gradient_decay_sigma"),
-    Control("gradient-decay?section=sum", "Gradient decay (per-step sum): K", "slider", "K = T",
-            "gradient_decay_steps"),
-    Control("gradient-decay?section=lstm", "Gradient decay (LSTM path): b_f", "slider", "forget-gate bias b_f",
-            "gradient_decay_forget_bias", press="ArrowLeft"),
-    Control("lstm-gates", "LSTM gates: forget gate f", "slider", "forget gate f", "lstm_gates_f"),
-    Control("hidden-state", "Hidden state: t", "slider", "t: the last character read", "hidden_state_t"),
-    Control("hidden-cell-explorer", "Explorer: Unit +", "number", "Unit", "explorer_unit"),
+    Control(HAND_BUILT, "Hand-built RNN: Step", "button", "handbuilt_step_forward"),
+    Control("unrolling-bptt", "Unrolling: Steps T", "slider", "unroll_steps"),
+    Control("unrolling-bptt", "Unrolling: Hidden size H", "slider", "unroll_hidden"),
+    Control("truncated-bptt", "Truncated BPTT: Chunk length K", "slider", "tbptt_view_chunk"),
+    Control("truncated-bptt", "Truncated BPTT: Loss at step t", "slider", "tbptt_position"),
+    Control("stacked-rnns", "Stacked RNNs: Step", "button", "stacked_step_forward"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): σ₁", "slider", "gradient_decay_sigma"),
+    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): σ₁", "slider", "gradient_decay_sigma"),
+    Control("gradient-decay?section=sum", "Gradient decay (per-step sum): K", "slider", "gradient_decay_steps"),
+    Control("gradient-decay?section=lstm", "Gradient decay (LSTM path): b_f", "slider", "gradient_decay_forget_bias",
+            press="ArrowLeft"),
+    Control("lstm-gates", "LSTM gates: forget gate f", "slider", "lstm_gates_f"),
+    Control("hidden-state", "Hidden state: t", "slider", "hidden_state_t"),
+    Control("hidden-cell-explorer", "Explorer: Unit +", "number", "explorer_unit"),
     # Home: the shared sidebar's seed and the presenting switch at the top of every page
-    Control("", "Home: Seed +", "number", "Seed", "seed"),
-    Control("", "Home: Presenting", "toggle", "Presenting", "presenting"),
-    Control(f"{HAND_BUILT}&t=10", "Hand-built RNN: Back", "button", "Back", "handbuilt_step_back"),
-    Control(f"{HAND_BUILT}&t=5", "Hand-built RNN: First, End", "button", "First", "handbuilt_step_first|end"),
-    Control(HAND_BUILT, "Hand-built RNN: Nonlinearity", "choice", "Nonlinearity", "handbuilt_phi"),
-    Control(HAND_BUILT, "Hand-built RNN: a weight + (any of 15)", "number", "W_xh", "handbuilt_w_xh_0",
+    Control("", "Home: Seed +", "number", "seed"),
+    Control("", "Home: Presenting", "toggle", "presenting"),
+    Control(f"{HAND_BUILT}&t=10", "Hand-built RNN: Back", "button", "handbuilt_step_back"),
+    Control(f"{HAND_BUILT}&t=5", "Hand-built RNN: First, End", "button", ("handbuilt_step_first",
+            "handbuilt_step_end")),
+    Control(HAND_BUILT, "Hand-built RNN: Nonlinearity", "choice", "handbuilt_phi"),
+    Control(HAND_BUILT, "Hand-built RNN: a weight + (any of 15)", "number", "handbuilt_w_xh_0",
             opens="Edit the weights"),
-    Control(HAND_BUILT, "Hand-built RNN: Quiz mode", "toggle", "Quiz mode", "handbuilt_quiz"),
-    Control("unrolling-bptt", "Unrolling: Scale of W_hh", "slider", "Scale", "unroll_gain"),
-    Control("unrolling-bptt", "Unrolling: Where the loss attaches", "choice", "Where the loss", "unroll_attach"),
-    Control("truncated-bptt", "Truncated BPTT: Delay D", "slider", "Delay D", "tbptt_delay"),
-    Control("truncated-bptt", "Truncated BPTT: Sequence length L", "slider", "Sequence length L", "tbptt_length"),
-    Control("truncated-bptt", "Truncated BPTT: Training steps per run", "slider", "Training steps",
-            "tbptt_steps"),
-    Control("truncated-bptt", "Truncated BPTT: Chunk lengths K to train", "choice", "Chunk lengths",
-            "tbptt_chunks"),
-    Control("stacked-rnns?cell_step=8", "Stacked RNNs: Back", "button", "Back", "stacked_step_back"),
-    Control("stacked-rnns", "Stacked RNNs: Cell", "choice", "Cell", "stacked_kind"),
-    Control("stacked-rnns", "Stacked RNNs: Layers", "slider", "Layers", "stacked_layers"),
-    Control("stacked-rnns", "Stacked RNNs: Computation order", "radio", "Computation order", "stacked_order"),
-    Control("stacked-rnns", "Stacked RNNs: width d₁ +", "number", "d", "stacked_d1"),
-    Control("gradient-decay?section=powers", "Gradient decay: Section", "choice", "Section",
-            "gradient_decay_section"),
-    Control("gradient-decay?section=powers", "Gradient decay (powers): K", "slider", "K = T", "gradient_decay_steps"),
-    Control("gradient-decay?section=powers", "Gradient decay (powers): H", "slider", "H, the hidden size",
-            "gradient_decay_hidden", opens="More:"),
-    Control("gradient-decay?section=powers", "Gradient decay (powers): W_hh", "radio", "W_hh",
-            "gradient_decay_matrix", opens="More:"),
-    Control("gradient-decay?section=powers", "Gradient decay (powers): Start vector v", "radio", "Start vector",
+    Control(HAND_BUILT, "Hand-built RNN: Quiz mode", "toggle", "handbuilt_quiz"),
+    Control("unrolling-bptt", "Unrolling: Scale of W_hh", "slider", "unroll_gain"),
+    Control("unrolling-bptt", "Unrolling: Where the loss attaches", "choice", "unroll_attach"),
+    Control("truncated-bptt", "Truncated BPTT: Delay D", "slider", "tbptt_delay"),
+    Control("truncated-bptt", "Truncated BPTT: Sequence length L", "slider", "tbptt_length"),
+    Control("truncated-bptt", "Truncated BPTT: Training steps per run", "slider", "tbptt_steps"),
+    Control("truncated-bptt", "Truncated BPTT: Chunk lengths K to train", "choice", "tbptt_chunks"),
+    Control("stacked-rnns?cell_step=8", "Stacked RNNs: Back", "button", "stacked_step_back"),
+    Control("stacked-rnns", "Stacked RNNs: Cell", "choice", "stacked_kind"),
+    Control("stacked-rnns", "Stacked RNNs: Layers", "slider", "stacked_layers"),
+    Control("stacked-rnns", "Stacked RNNs: Computation order", "radio", "stacked_order"),
+    Control("stacked-rnns", "Stacked RNNs: width d₁ +", "number", "stacked_d1"),
+    Control("gradient-decay?section=powers", "Gradient decay: Section", "choice", "gradient_decay_section"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): K", "slider", "gradient_decay_steps"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): H", "slider", "gradient_decay_hidden",
+            opens="More:"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): W_hh", "radio", "gradient_decay_matrix",
+            opens="More:"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): Start vector v", "radio",
             "gradient_decay_vector", opens="More:"),
-    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): K", "slider", "K = T", "gradient_decay_steps"),
-    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): input scale", "slider", "input scale",
+    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): K", "slider", "gradient_decay_steps"),
+    Control("gradient-decay?section=tanh", "Gradient decay (tanh′): input scale", "slider",
             "gradient_decay_input_scale", opens="More:"),
     Control("gradient-decay?section=tanh", "Gradient decay (tanh′): input weight scale", "slider",
-            "input weight scale", "gradient_decay_input_weight", opens="More:"),
-    Control("gradient-decay?section=sum", "Gradient decay (per-step sum): log scale", "toggle", "log scale",
+            "gradient_decay_input_weight", opens="More:"),
+    Control("gradient-decay?section=sum", "Gradient decay (per-step sum): log scale", "toggle",
             "gradient_decay_log_bars"),
-    Control("gradient-decay?section=clipping", "Gradient decay (clipping): threshold θ", "slider", "threshold",
+    Control("gradient-decay?section=clipping", "Gradient decay (clipping): threshold θ", "slider",
             "gradient_decay_threshold"),
     Control("gradient-decay?section=clipping", "Gradient decay (clipping): learning rate", "slider",
-            "learning rate", "gradient_decay_lr"),
-    Control("lstm-gates", "LSTM gates: input gate i", "slider", "input gate i", "lstm_gates_i", press="ArrowLeft"),
-    Control("lstm-gates", "LSTM gates: candidate g", "slider", "candidate g", "lstm_gates_g"),
-    Control("lstm-gates", "LSTM gates: output gate o", "slider", "output gate o", "lstm_gates_o",
+            "gradient_decay_lr"),
+    Control("lstm-gates", "LSTM gates: input gate i", "slider", "lstm_gates_i", press="ArrowLeft"),
+    Control("lstm-gates", "LSTM gates: candidate g", "slider", "lstm_gates_g"),
+    Control("lstm-gates", "LSTM gates: output gate o", "slider", "lstm_gates_o",
             press="ArrowLeft"),
-    Control("lstm-gates", "LSTM gates: a preset (any of 4)", "button", "", "lstm_gates_preset_*"),
-    Control("lstm-gates", "LSTM gates: H, hidden size", "slider", "H, hidden size", "lstm_gates_hidden"),
-    Control("lstm-gates", "LSTM gates: step t", "slider", "step t", "lstm_gates_step", press="ArrowLeft"),
+    Control("lstm-gates", "LSTM gates: a preset (any of 4)", "button", "lstm_gates_preset_*"),
+    Control("lstm-gates", "LSTM gates: H, hidden size", "slider", "lstm_gates_hidden"),
+    Control("lstm-gates", "LSTM gates: step t", "slider", "lstm_gates_step", press="ArrowLeft"),
     # (not the Tiny Shakespeare model: without the corpus on disk, choosing it sends the box back to the model before)
-    Control("lstm-gates", "LSTM gates: model", "select", "model", "lstm_gates_model", skip="tiny-shakespeare"),
-    Control("lstm-gates", "LSTM gates: text", "radio", "text", "lstm_gates_text_source"),
-    Control("hidden-state", "Hidden state: s, the character attended to", "slider", "s: the character",
-            "hidden_state_s"),
+    Control("lstm-gates", "LSTM gates: model", "select", "lstm_gates_model", skip="tiny-shakespeare"),
+    Control("lstm-gates", "LSTM gates: text", "radio", "lstm_gates_text_source"),
+    Control("hidden-state", "Hidden state: s, the character attended to", "slider", "hidden_state_s"),
     Control(f"hidden-state?ct={SENTENCE_END - 10}", "Hidden state: t of the connectivity", "slider",
-            "t: the prediction", "hidden_state_connectivity_t"),
-    Control("hidden-cell-explorer", "Explorer: Quantity", "select", "Quantity", "explorer_quantity"),
-    Control("hidden-cell-explorer", "Explorer: a ranked cell's Show (any of 10)", "button", "Show",
-            "explorer_show_*"),
-    Control("hidden-cell-explorer", "Explorer: Window start", "slider", "Window start", "explorer_window"),
-    Control("image-captioning", "Captioning: Background", "select", "Background", "cap_bg"),
-    Control("image-captioning", "Captioning: Shape at left", "select", "Shape at left", "cap_shape_left"),
-    Control("image-captioning", "Captioning: Colour at left", "select", "Colour at left", "cap_colour_left"),
-    Control("image-captioning", "Captioning: Size at left", "select", "Size at left", "cap_size_left"),
-    Control("image-captioning", "Captioning: Random scene", "button", "Random scene", "cap_random"),
-    Control("image-captioning", "Captioning: Decoding", "radio", "Decoding", "cap_method"),
-    Control("image-captioning?decoding=beam%20search", "Captioning: Beam width", "slider", "Beam width", "cap_beam"),
-    Control("image-captioning", "Captioning: Word t", "slider", "Word", "cap_t"),
+            "hidden_state_connectivity_t"),
+    Control("hidden-cell-explorer", "Explorer: Quantity", "select", "explorer_quantity"),
+    Control("hidden-cell-explorer", "Explorer: a ranked cell's Show (any of 10)", "button", "explorer_show_*"),
+    Control("hidden-cell-explorer", "Explorer: Window start", "slider", "explorer_window"),
+    Control("image-captioning", "Captioning: Background", "select", "cap_bg"),
+    Control("image-captioning", "Captioning: Shape at left", "select", "cap_shape_left"),
+    Control("image-captioning", "Captioning: Colour at left", "select", "cap_colour_left"),
+    Control("image-captioning", "Captioning: Size at left", "select", "cap_size_left"),
+    Control("image-captioning", "Captioning: Random scene", "button", "cap_random"),
+    Control("image-captioning", "Captioning: Decoding", "radio", "cap_method"),
+    Control("image-captioning?decoding=beam%20search", "Captioning: Beam width", "slider", "cap_beam"),
+    Control("image-captioning", "Captioning: Word t", "slider", "cap_t"),
 ]
 
 # Also notes when the figure first shows the move: a new plotly drawing (its .main-svg added under the document), or
