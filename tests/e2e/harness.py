@@ -102,6 +102,25 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
     page.wait_for_function(CHARTS_DRAWN, timeout=timeout_ms)
 
 
+# Resolves once nothing under the document has changed for ``quiet`` ms (checked every 50 ms).
+DOM_QUIET = """quiet => new Promise(resolve => {
+    let last = performance.now();
+    const watch = new MutationObserver(() => { last = performance.now(); });
+    watch.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+    const check = () => performance.now() - last >= quiet ? (watch.disconnect(), resolve(true)) : setTimeout(check, 50);
+    setTimeout(check, 50);
+})"""
+
+
+def wait_settled(page, quiet_ms: int = 300, timeout_ms: int = 60_000) -> None:
+    """``wait_idle``, then until the page has stopped changing. Streamlit marks the run finished before a busy
+    browser has drawn all of it: on a loaded machine the live page's Start row landed up to 3 s after the
+    "notRunning" mark. A test that reads the page's order (Tab after Tab) waits for this; one that waits for the
+    element it reads does not need to."""
+    wait_idle(page, timeout_ms)
+    page.evaluate(DOM_QUIET, quiet_ms)
+
+
 def open_app_page(page, base_url: str, url_path: str, timeout_ms: int = 60_000) -> None:
     """Load a page by URL and wait until its script has run and its title is drawn."""
     page.goto(f"{base_url}/{url_path}", wait_until="domcontentloaded")

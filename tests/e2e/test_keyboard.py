@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from rnnviz.figures.handbuilt import fmt, fmt_vector
 from rnnviz.lessons.handbuilt import HandConfig, run_handbuilt
-from tests.e2e.harness import open_app_page, wait_idle
+from tests.e2e.harness import open_app_page, wait_idle, wait_settled
 
 # After the skip link: the Presenting switch, its help, the title's anchor, then the page's own controls in their
 # order (the hand-built page's Step comes after the bits, the nonlinearity, the quiz, Copy link and the weights: 11).
@@ -22,6 +22,9 @@ def focused_text(page) -> str:
 def tab_to_button(page, name: str) -> int:
     """Skip the navigation, then Tab until the button called ``name`` has the focus; returns the Tabs after the
     skip link."""
+    # The Tab order is read from the page as drawn, so all of it first: the button, and nothing changing around it.
+    page.get_by_role("button", name=re.compile(rf"\b{re.escape(name)}\b")).first.wait_for(state="attached")
+    wait_settled(page)
     page.keyboard.press("Tab")
     expect(page.locator(":focus")).to_have_text("Skip to main content")
     page.keyboard.press("Enter")
