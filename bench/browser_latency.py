@@ -30,7 +30,9 @@ Usage: python -m bench browser_latency   (needs Debian's chromium; a few minutes
 from __future__ import annotations
 
 import os
+import re
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -249,6 +251,24 @@ def _next_of(options, chosen) -> int:
     return (chosen + 1) % options if chosen >= 0 else 0
 
 
+# Resolves once the main block's scroll position has held for two frames in a row.
+SCROLL_STILL = """() => new Promise(resolve => {
+    const main = document.querySelector('[data-testid=stMain]');
+    let last = main.scrollTop, still = 0;
+    const look = () => { still = main.scrollTop === last ? still + 1 : 0; last = main.scrollTop;
+                         still >= 2 ? resolve() : requestAnimationFrame(look); };
+    requestAnimationFrame(look);
+})"""
+
+
+def _bring_into_view(page, block) -> None:
+    """Scroll the control into view and let the scroll end, untimed, as a user's wheel does before the click. A
+    scroll event arriving just after a select box opened its list closed the list again (Playwright scrolls and
+    clicks in one go): the LSTM gates' model box, far down its page, then never got its choice."""
+    block.scroll_into_view_if_needed()
+    page.evaluate(SCROLL_STILL)
+
+
 def _move(page, cdp, control: Control, move: int = 0) -> Move:
     """One move of the control to a value it has not had (or, for a choice of a few, the next one round), timed
     until the page has settled. The clock starts at the press that changes the value: opening a select box's list
@@ -258,6 +278,7 @@ def _move(page, cdp, control: Control, move: int = 0) -> Move:
     if control.opens and not block.is_visible():
         page.locator("button, summary").filter(has_text=control.opens).first.click()
         block.wait_for(state="visible")
+    _bring_into_view(page, block)
     page.evaluate(ARM)
     if control.kind == "slider":
         thumb = block.get_by_role("slider").first
@@ -287,8 +308,7 @@ def _move(page, cdp, control: Control, move: int = 0) -> Move:
     elif control.kind == "select":
         box = block.get_by_role("combobox")
         current = box.input_value().strip()
-        box.fill("")  # the box filters its list by what it holds: empty, it lists every option
-        box.press("ArrowDown")  # opens the list (untimed: the clock is armed again below)
+        block.locator("[data-testid='stSelectbox']").click()  # opens the whole list (untimed: armed again below)
         options = page.get_by_role("option")
         options.first.wait_for()
         page.wait_for_timeout(100)  # the list is drawn in a frame or two: read it whole
@@ -297,14 +317,10 @@ def _move(page, cdp, control: Control, move: int = 0) -> Move:
         following = texts[_next_of(len(texts), texts.index(current) if current in texts else -1)]
         if following == current:
             raise RuntimeError(f"{control.name}: no other option than {current!r} in {texts}")
-        # Chosen from the keyboard: the option's name typed, the one option left highlighted, Enter (the press
-        # timed). A click on the list as it re-filters was lost now and then, and the page then never settled.
-        box.fill(following)
-        page.get_by_role("option", name=following, exact=True).first.wait_for()
-        box.press("ArrowDown")
+        option = page.get_by_role("option", name=following, exact=True).first
         page.evaluate(ARM)
         busy_before = _busy_s(cdp)
-        box.press("Enter")
+        option.click()
     elif control.kind == "radio":
         radios = block.get_by_role("radio")
         chosen = next((i for i in range(radios.count()) if radios.nth(i).is_checked()), -1)
@@ -334,6 +350,64 @@ def _idle_rerun(page, cdp) -> Move:
     busy_before = _busy_s(cdp)
     page.keyboard.press("r")
     return _settled(page, cdp, busy_before)
+
+
+PROFILED_MOVES = 3  # after the timed moves, with the sampling profiler on (it slows the renderer: not timed)
+PROFILE_INTERVAL_US = 250
+# What the renderer's main thread does, from a CDP CPU profile's self time: V8 names the renderer's own work (style,
+# layout, paint, parsing) "(program)"; a built-in called from script (getBoundingClientRect, setAttribute,
+# pushState) has no script address of its own; the rest is named by the Streamlit chunk it runs in (React,
+# Streamlit's main bundle, plotly.js in PlotlyChart), or else it is the app's own components' script (the instant
+# chart, rnnviz.ui.kit.instant_chart.js, served from an address of its own).
+NATIVE = {"(program)": "style, layout, paint", "(garbage collector)": "garbage collection"}
+CHUNK = re.compile(r"/static/js/([^/.]+)(?:\.[^/]*)?\.js")
+CHUNK_NAMES = {"index": "Streamlit", "react-dom": "React", "PlotlyChart": "plotly"}
+MIN_SHARE = 0.01
+
+
+def where_the_renderer_works(profile: dict, top: int = 3) -> tuple[dict[str, float], str]:
+    """Shares of a CDP ``Profiler.stop`` profile's busy self time (idle left out) by kind of work, and the ``top``
+    largest as one line ("plotly 41%, style, layout, paint 30%, React and Streamlit 20%")."""
+    nodes = {node["id"]: node for node in profile["nodes"]}
+    busy: Counter = Counter()
+    for node_id, delta in zip(profile["samples"], profile["timeDeltas"]):
+        frame = nodes[node_id]["callFrame"]
+        name = frame["functionName"]
+        if name == "(idle)":
+            continue
+        if name in NATIVE:
+            kind = NATIVE[name]
+        else:
+            url = frame.get("url", "")
+            chunk = CHUNK.search(url)
+            kind = (CHUNK_NAMES.get(chunk.group(1), chunk.group(1)) if chunk else "DOM calls" if not url
+                    else "the app's components")
+        busy[kind] += delta
+    total = sum(busy.values()) or 1
+    shares = {kind: round(us / total, 3) for kind, us in busy.most_common() if us / total >= MIN_SHARE}
+    if len(shares) < len(busy):  # the long tail of small chunks (Streamlit's widgets, hooks, formatters) as one
+        shares["other script"] = round(1 - sum(shares.values()), 3)
+    return shares, ", ".join(f"{kind} {share:.0%}" for kind, share in list(shares.items())[:top])
+
+
+def _profiled_moves(page, cdp, control: Control, first_move: int) -> tuple[dict[str, float], str]:
+    """Up to PROFILED_MOVES more moves under the sampling profiler: where the renderer's main thread spent them. A
+    stepper can reach its end within them (Back from the last cell): the profile then holds the moves made before."""
+    cdp.send("Profiler.enable")
+    cdp.send("Profiler.setSamplingInterval", {"interval": PROFILE_INTERVAL_US})
+    cdp.send("Profiler.start")
+    made = 0
+    try:
+        for move in range(first_move, first_move + PROFILED_MOVES):
+            _move(page, cdp, control, move)
+            made += 1
+    except Exception as err:  # noqa: BLE001 (the timed moves stand; the profile says what it holds)
+        if not made:
+            cdp.send("Profiler.stop")
+            return {}, f"not profiled: {type(err).__name__}"
+    profile = cdp.send("Profiler.stop")["profile"]
+    shares, line = where_the_renderer_works(profile)
+    return shares, line if made == PROFILED_MOVES else f"{line} ({made} moves)"
 
 
 def _ms(seconds: float) -> str:
@@ -397,10 +471,13 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
                 moves = [_move(page, cdp, control, move) for move in range(MOVES)]
                 if page.locator("[data-testid='stException']").count():
                     raise RuntimeError(f"{control.name} raised an exception")
+                # On the page opened anew: a stepper has used its range in the timed moves (Back from the last cell).
+                _open(page, url, control.page)
+                shares, profile_line = _profiled_moves(page, cdp, control, 0)
             except Exception as err:  # noqa: BLE001 (one control that cannot be measured is a row that says so)
                 results[control.name] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"}
                 rows.append([control.name, "error", "", "", "", "", "", "", "", "", results[control.name]["error"],
-                             "no"])
+                             "", "no"])
                 print(f"  {control.name}: {results[control.name]['error']}", flush=True)
                 page.close()
                 continue
@@ -422,11 +499,12 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
                 "drawing_after_run_s": round(max(0.0, settled - ended), 3), "charts_built": charts,
                 "browser_busy_s": round(busy, 3), "waits_for": waits,
                 "figure_shown_s": None if figure is None else round(figure, 3),
+                "renderer_work": shares,
                 "moves_s": [round(m.settled_s, 3) for m in moves]}
             rows.append([control.name, "–" if figure is None else _ms(figure), _ms(settled), _ms(worst),
                          f"{_ms(idle)} ({_ms(idle_busy)})",
                          _ms(started), _ms(ended - started), _ms(max(0.0, settled - ended)),
-                         f"{charts:g}", _ms(busy), waits,
+                         f"{charts:g}", _ms(busy), waits, profile_line,
                          "yes" if settled <= TARGET_MEDIAN_S and worst <= TARGET_P95_S else "no"])
             print(f"  {control.name}: {settled * 1000:.0f} ms median", flush=True)
         steps = [_step_of_live_run(tab) for tab in trainers]  # the runs trained all along, or this says not
@@ -437,7 +515,7 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
                 "request, the run, the drawing after it, the charts built anew and the browser's main-thread work",
                 ["control", "figure shown", "median", "worst", "page rerun (busy)", "request", "run", "drawn after",
                  "charts",
-                 "browser busy", "waits for", "on target"], rows)
+                 "browser busy", "waits for", "renderer's work (profile)", "on target"], rows)
     if training:
         print(f"the {training} live runs had reached steps {steps} by the end")
     return {"controls": results, "moves": MOVES, "live_runs_training": training,
