@@ -19,7 +19,9 @@ changes: the chart's identity is a hash of its figure), and the renderer's main-
 the larger of the browser's own work and the rest (waiting for the server). "figure shown" is the press to the
 figure's first change: a new plotly drawing, which comes after the server's run, or an instant chart
 (rnnviz.ui.kit.instant_chart) redrawing in the browser from the stops it holds, before the run begins; the run that
-follows (for the link and the other sections) is still in "median".
+follows (for the link and the other sections) is still in "median". Then the page is opened anew and
+PROFILED_MOVES more moves run under CDP's sampling profiler, untimed: "the renderer's work" is where the renderer's
+main thread spent them (where_the_renderer_works), the evidence for what a row that misses the target waits for.
 
 `--largest` is not offered: the controls' largest sizes are set by the page's links (e.g. ``?K=300&H=64``), and
 CONTROLS names them where a row measures them.
