@@ -181,7 +181,8 @@ def _validate(payload, kinds: tuple[str, ...] = MODEL_KINDS) -> Checkpoint:
         raise CheckpointError("The checkpoint's vocabulary is not a string of characters.")
     try:
         vocab = Vocab(payload["vocab"])
-        model = build_model(config.model_config(vocab.size))
+        saved_step = payload["step"] if isinstance(payload["step"], int) else None  # a run that grows: its width then
+        model = build_model(config.model_config(vocab.size, step=saved_step))
     except (CorpusError, ValueError) as err:
         raise CheckpointError(f"The checkpoint's vocabulary is invalid: {err}.") from None
     weights = payload["model"]

@@ -756,7 +756,7 @@ class RayRun:
         trainer.evals += result.evals
         run.samples += result.samples
         if result.weights is not None:
-            trainer.model.load_state_dict(result.weights)
+            trainer.load_weights(result.weights)  # at the width the run has now (a run that grows widens)
         trainer.step, trainer.seconds, trainer.halt = result.step, result.seconds, result.halt
         trainer.initial_loss = result.initial_loss
         held = dict(run.snapshots)

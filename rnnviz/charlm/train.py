@@ -42,7 +42,9 @@ EVAL_STREAMS, EVAL_T = 16, 256  # evaluation reads the val split as 16 streams, 
 LN2 = math.log(2.0)
 RETUNABLE = ("lr", "lr_decay_steps", "lr_floor", "clip", "reset_state", "warmup_steps")  # a run may change these
 # Fields added after checkpoint format 1 was fixed: a saved config without them takes these defaults.
-LATER_FIELDS = ("n_head", "block_size", "warmup_steps", "weight_decay", "precision")
+LATER_FIELDS = ("n_head", "block_size", "warmup_steps", "weight_decay", "precision", "grow_from", "grow_at",
+                "grow_lr")
+GATE_BLOCKS = {"rnn": 1, "gru": 3, "lstm": 4}  # row blocks of H in torch's W_ih, W_hh and biases: i f g o, r z n
 PRECISIONS = ("fp32", "bf16", "auto")
 
 
@@ -76,6 +78,13 @@ class TrainConfig:
     # "auto": bf16 where the hardware has bfloat16 arithmetic (runtime.has_native_bf16), else fp32.
     # RNN, LSTM and GRU only (a minGRU's log-space scan and a Transformer train in fp32; "auto" keeps them there).
     precision: str = "fp32"
+    # Width that grows during the run (Net2Net, Chen et al. 2016; RNN, LSTM and GRU): the first ``grow_at`` steps
+    # train ``grow_from`` units per layer (fast steps while the first words form), at ``grow_lr`` when it is set;
+    # then every layer widens to ``hidden`` without changing what the model computes (Trainer.widen). 0: ``hidden``
+    # from the first step.
+    grow_from: int = 0
+    grow_at: int = 0
+    grow_lr: float | None = None
 
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:
@@ -102,6 +111,17 @@ class TrainConfig:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
         if self.precision == "bf16" and self.kind not in KINDS:
             raise ValueError(f"bfloat16 training is for RNN, LSTM and GRU; a {kind_label(self.kind)} trains in fp32")
+        if self.grow_from:
+            if self.kind not in GATE_BLOCKS:
+                raise ValueError(f"a width that grows is for RNN, LSTM and GRU layers, not a {kind_label(self.kind)}")
+            if not 1 <= self.grow_from < self.hidden or self.grow_at < 1:
+                raise ValueError(f"a run that grows starts with 1 to {self.hidden - 1} units (fewer than H = "
+                                 f"{self.hidden}) and widens after 1 or more steps, not {self.grow_from} units at "
+                                 f"step {self.grow_at}")
+            if self.grow_lr is not None and not (self.grow_lr > 0 and math.isfinite(self.grow_lr)):
+                raise ValueError(f"the learning rate before widening must be a positive number, not {self.grow_lr}")
+        elif self.grow_at or self.grow_lr is not None:
+            raise ValueError("grow_at and grow_lr belong to a run that grows: set grow_from, the width it starts at")
         if self.kind == "transformer":
             check_transformer_shape(self.hidden, self.n_head, self.block_size, self.embedding)
             if self.seq_len > self.block_size:
@@ -112,6 +132,35 @@ class TrainConfig:
     def carries_state(self) -> bool:
         """Whether each chunk starts from the state the previous one ended with (recurrent, not reset)."""
         return self.kind != "transformer" and not self.reset_state
+
+    @property
+    def grows(self) -> bool:
+        """Whether the run starts narrower than ``hidden`` and widens during the run."""
+        return self.grow_from > 0
+
+    def hidden_at(self, step: int) -> int:
+        """H, units per layer, of the model after ``step`` optimizer steps: ``grow_from`` before ``grow_at``."""
+        return self.grow_from if self.grows and step < self.grow_at else self.hidden
+
+    def without_growth(self) -> TrainConfig:
+        """The same run with ``hidden`` units from the first step."""
+        return replace(self, grow_from=0, grow_at=0, grow_lr=None)
+
+    def changed(self, **changes) -> TrainConfig:
+        """``replace(self, **changes)``, where a width that grows and no longer can (another kind than RNN, LSTM
+        or GRU, or a width at or under the one it starts with) is dropped: the run has its width from the start."""
+        kind, hidden = changes.get("kind", self.kind), changes.get("hidden", self.hidden)
+        fits = kind in GATE_BLOCKS and hidden > self.grow_from
+        return replace(self if fits or "grow_from" in changes else self.without_growth(), **changes)
+
+    def describe_growth(self) -> str:
+        """The widening in words ("" for a run that does not grow), for a page."""
+        if not self.grows:
+            return ""
+        lr = f" at lr {self.grow_lr:g}" if self.grow_lr is not None else ""
+        return (f"It starts with {self.grow_from} units per layer{lr} and widens to {self.hidden} at step "
+                f"{self.grow_at:,} without changing what it computes: the new units start with their own input "
+                "weights and nothing to send, and learn from there.")
 
     def describe(self) -> str:
         """One or two sentences on what the model is and what crosses a chunk boundary, for a page."""
@@ -130,16 +179,19 @@ class TrainConfig:
             zero = "h_0 = c_0 = 0" if self.kind == "lstm" else "h_0 = 0"
             return what + f"every chunk starts from {zero}, so nothing is carried from one chunk to the next."
         verb = "carry" if self.kind == "lstm" else "carries"
+        growth = f" {self.describe_growth()}" if self.grows else ""
         return what + (f"the final {state} {verb} into the next chunk as its starting state, detached, so the "
-                       f"state remembers across chunks while the gradient flows back at most {self.seq_len} steps.")
+                       f"state remembers across chunks while the gradient flows back at most {self.seq_len} steps."
+                       + growth)
 
-    def model_config(self, vocab_size: int) -> ModelConfig:
-        """The CharModel shape this run trains."""
+    def model_config(self, vocab_size: int, step: int | None = None) -> ModelConfig:
+        """The CharModel shape this run trains (after ``step`` optimizer steps, for a run that grows; its final
+        shape when ``step`` is None)."""
         return ModelConfig(
             vocab_size=vocab_size,
             kind=self.kind,
             layers=self.layers,
-            hidden=self.hidden,
+            hidden=self.hidden if step is None else self.hidden_at(step),
             embedding=self.embedding,
             embed_dim=self.embed_dim,
             dropout=self.dropout,
@@ -152,8 +204,11 @@ class TrainConfig:
         """Learning rate for optimizer step ``step`` (0-based), as nanoGPT's ``get_lr``.
 
         With W = warmup_steps and D = lr_decay_steps: lr · (step + 1)/(W + 1) while step < W, then a cosine
-        from lr down to lr · lr_floor at step D, constant after it (D = 0: lr stays after the warm-up).
+        from lr down to lr · lr_floor at step D, constant after it (D = 0: lr stays after the warm-up). A run that
+        grows with a ``grow_lr`` takes that constant rate before it widens, and the schedule's from there.
         """
+        if self.grow_lr is not None and step < self.grow_at:
+            return self.grow_lr
         warmup = self.warmup_steps
         if step < warmup:
             return self.lr * (step + 1) / (warmup + 1)
@@ -296,7 +351,7 @@ class Trainer:
         self.train_ids, self.val_ids = _split(corpus, ids)
         self.batcher = TBPTTBatcher(self.train_ids, config.batch, config.seq_len).to(self.device)
         with self._own_rng(seed=config.seed):
-            self.model = build_model(config.model_config(self.vocab.size)).to(self.device)
+            self.model = build_model(config.model_config(self.vocab.size, step=0)).to(self.device)
             self._rng_state = self._get_rng()
         self.optimizer = make_optimizer(config.optimizer, self.model.parameters(), config.lr_at(0),
                                         config.weight_decay)
@@ -411,9 +466,69 @@ class Trainer:
                 records.append(record)
                 if on_step is not None:
                     on_step(record)
+                if self.width != config.hidden_at(self.step):  # a run that grows, at its grow_at-th step
+                    self.widen()
+                    model, optimizer = self.model, self.optimizer
+                    params = [p for p in model.parameters()]
                 if deadline is not None and time.perf_counter() >= deadline:
                     break
         return records
+
+    @property
+    def width(self) -> int:
+        """H of the model as it is now (fewer units than ``config.hidden`` before a growing run widens)."""
+        return self.model.config.hidden
+
+    @torch.no_grad()
+    def widen(self) -> None:
+        """Widen every layer to ``config.hidden`` units without changing what the model computes (Net2Net's
+        function-preserving widening, Chen et al. 2016).
+
+        Every old weight keeps its place (in each gate block of W_ih, W_hh and the biases: rows; in W_hh, the next
+        layer's W_ih and the readout: columns). The new units get fresh input weights and biases (torch's init,
+        b_f as configured) and send nothing yet: their columns of W_hh, of the next layer's W_ih and of the readout
+        are 0. So h_t and c_t of the old units and the logits are those of the narrow model, and the new units
+        learn from the next step. The optimizer's state grows with the weights: 0 for a new entry's momentum, the
+        tensor's mean for its second moment (so its first steps are of the usual size). The carried state gains
+        zeros for the new units. The new weights are drawn from the run's own random state (an exact resume
+        widens to the same model)."""
+        narrow, wide = self.width, self.config.hidden
+        old_model, old_optimizer = self.model, self.optimizer
+        self.model = build_model(self.config.model_config(self.vocab.size, step=None)).to(self.device)
+        blocks = GATE_BLOCKS[self.config.kind]
+        grown_state = {}
+        new_params = dict(self.model.named_parameters())
+        for name, old in old_model.named_parameters():
+            new = new_params[name]
+            if _sends_from_units(name):
+                new[:, narrow:] = 0.0
+            index = widened_index(name, old.shape, narrow, wide, blocks)
+            new[index] = old
+            grown_state[name] = {key: _grown_moment(key, value, old.shape, new, index)
+                                 for key, value in old_optimizer.state.get(old, {}).items()}
+        self.optimizer = make_optimizer(self.config.optimizer, self.model.parameters(), self.config.lr_at(self.step),
+                                        self.config.weight_decay)
+        for name, p in self.model.named_parameters():
+            if grown_state.get(name):
+                self.optimizer.state[p] = grown_state[name]
+        if self.state is not None:
+            self.state = _pad_units(self.state, wide)
+        self._take_snapshot()  # a halt after this point rolls back to wide weights
+
+    def _rebuild_at(self, step: int) -> None:
+        """A fresh model and optimizer of the width the run has after ``step`` steps, to load a saved state into."""
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            self.model = build_model(self.config.model_config(self.vocab.size, step=step)).to(self.device)
+        self.optimizer = make_optimizer(self.config.optimizer, self.model.parameters(), self.config.lr_at(step),
+                                        self.config.weight_decay)
+
+    def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        """Put ``weights`` (a state_dict of this run's model, at any width it has had) into the model, rebuilding
+        it at their width first when the run has widened since (a mirror of a run trained elsewhere)."""
+        width = width_of(weights)
+        if width != self.width:
+            self._rebuild_at(0 if width == self.config.hidden_at(0) else self.config.grow_at)
+        self.model.load_state_dict(weights)
 
     def evaluate(self, max_chars: int | None = None) -> EvalRecord:
         """Validation loss over the whole val split (or its first ``max_chars``), recorded in ``evals``."""
@@ -509,6 +624,8 @@ class Trainer:
         if differing or state["vocab"] != self.vocab.chars:
             what = f"settings {differing}" if differing else "vocabulary"
             raise ValueError(f"this training state belongs to a run with other {what}")
+        if self.width != saved.hidden_at(int(state["step"])):  # a run that grows, saved on the other side of it
+            self._rebuild_at(int(state["step"]))
         self.model.load_state_dict(state["model"], strict=True)
         self.optimizer.load_state_dict(state["optimizer"])
         self.config = saved
@@ -527,6 +644,53 @@ class Trainer:
         self.evals = [EvalRecord(**r) for r in state["evals"]]
         self.halt = None
         self._snapshot = None
+
+
+def width_of(weights: dict[str, torch.Tensor]) -> int:
+    """H of a character model's state_dict: the readout's input width."""
+    return weights["head.weight"].shape[1]
+
+
+def _sends_from_units(name: str) -> bool:
+    """Whether a parameter's columns are what the units send: W_hh, the layers' W_ih after the first, the readout."""
+    return name.startswith("rnn.weight_hh") or (name.startswith("rnn.weight_ih") and not name.endswith("_l0")) \
+        or name == "head.weight"
+
+
+def widened_index(name: str, shape, narrow: int, wide: int, blocks: int):
+    """Where a narrow model's tensor ``name`` sits in the wide one: in each of the ``blocks`` gate blocks of H rows
+    (LSTM i f g o, GRU r z n, RNN one) its first ``narrow`` rows; in what the units send (W_hh, a later layer's
+    W_ih, the readout) its first ``narrow`` columns. The embedding and the readout's bias do not change."""
+    if name.startswith("rnn."):
+        rows = torch.cat([torch.arange(k * wide, k * wide + narrow) for k in range(blocks)])
+        if len(shape) == 1:
+            return (rows,)
+        columns = torch.arange(narrow) if _sends_from_units(name) else torch.arange(shape[1])
+        return rows[:, None], columns[None, :]
+    if name == "head.weight":
+        return slice(None), slice(0, narrow)
+    return tuple(slice(None) for _ in shape)
+
+
+SECOND_MOMENTS = ("exp_avg_sq", "max_exp_avg_sq", "square_avg", "sum")  # Adam(W), RMSprop, Adagrad
+
+
+def _grown_moment(key: str, value, narrow_shape, new: torch.Tensor, index):
+    """One optimizer state entry of a widened parameter: the old values in place, the new entries 0 (momentum)
+    or the old tensor's mean (second moments); anything not of the parameter's shape (Adam's step) as it was."""
+    if not isinstance(value, torch.Tensor) or value.shape != narrow_shape:
+        return value.clone() if isinstance(value, torch.Tensor) else value
+    grown = torch.full_like(new, value.mean().item() if key in SECOND_MOMENTS else 0.0)
+    grown[index] = value
+    return grown
+
+
+def _pad_units(state: State, wide: int) -> State:
+    """A carried (layers, B, H) state, or an LSTM's (h, c), with zeros for the units beyond the old H."""
+    def pad(s: torch.Tensor) -> torch.Tensor:
+        return torch.cat([s, s.new_zeros(*s.shape[:-1], wide - s.shape[-1])], dim=-1)
+
+    return tuple(pad(s) for s in state) if isinstance(state, tuple) else pad(state)
 
 
 def uses_bf16(config: TrainConfig, device: torch.device) -> bool:

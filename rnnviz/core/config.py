@@ -23,8 +23,11 @@ def kind_label(kind: str) -> str:
 
 
 def shape_label(config) -> str:
-    """"L × H kind" of a ModelConfig or TrainConfig, as every page and the CLI write it: "2 × 256 LSTM"."""
-    return f"{config.layers} × {config.hidden} {kind_label(config.kind)}"
+    """"L × H kind" of a ModelConfig or TrainConfig, as every page and the CLI write it: "2 × 256 LSTM"; a run
+    whose width grows (TrainConfig.grow_from) says from what: "1 × 256→448 LSTM"."""
+    grown_from = getattr(config, "grow_from", 0)
+    width = f"{grown_from}→{config.hidden}" if grown_from else f"{config.hidden}"
+    return f"{config.layers} × {width} {kind_label(config.kind)}"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ a hash of its weights, so no two sessions' models can share an entry by accident
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
@@ -17,6 +18,7 @@ import torch
 
 from rnnviz.charlm.corpus import Vocab
 from rnnviz.charlm.sample import Intervention, generate
+from rnnviz.charlm.train import width_of
 from rnnviz.core.charmodel import CharModel
 from rnnviz.core.config import ModelConfig
 from rnnviz.interpret.finder import CellTrace, FeatureRanking, rank_cells, trace_cells
@@ -147,9 +149,13 @@ def live_snapshots() -> list[tuple[int, dict]]:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def snapshot_cell(run_key: Hashable, step: int, _weights: dict, config: ModelConfig, vocab_chars: str, text: str,
-                  layer: int, unit: int, quantity: str) -> np.ndarray:
-    """One cell's values over ``text`` for the weights of one snapshot; keyed by (run_key, step, …)."""
-    model = CharModel(config)
+                  layer: int, unit: int, quantity: str) -> np.ndarray | None:
+    """One cell's values over ``text`` for the weights of one snapshot; keyed by (run_key, step, …). None when
+    the unit did not exist yet at that step (a run that grows widened after it)."""
+    width = width_of(_weights)
+    if unit >= width:
+        return None
+    model = CharModel(replace(config, hidden=width))
     model.load_state_dict({k: v.detach().to("cpu", torch.float32) for k, v in _weights.items()}, strict=True)
     trace = trace_cells(model, Vocab(vocab_chars).encode(text))
     return np.array(trace.block(layer, quantity)[:, unit])

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from rnnviz.charlm.sample import Intervention
+from rnnviz.charlm.train import width_of
 from rnnviz.figures import FADED, ON_LIGHT
 from rnnviz.figures import explorer as figures
 from rnnviz.interpret import colortext
@@ -436,6 +437,12 @@ def watch_emerge(source, text: str, cell: CellId, start: int, end: int) -> None:
     weights = dict(snapshots)[step]
     values = ex.snapshot_cell(model_id(source)[:2], step, weights, source.model.config, source.vocab.chars,
                               text[:end], cell.layer, cell.unit, cell.quantity)
+    if values is None:
+        grown = next((s for s, weights in snapshots if s > step and width_of(weights) > cell.unit), None)
+        by = f" by step {grown:,}" if grown is not None else " later"
+        st.info(f"Unit {cell.unit} did not exist yet after {step:,} steps: this run started narrower and widened "
+                f"to its full width{by} (the new units start with nothing to send). Pick a later step.")
+        return
     scale = colortext.scale_for(cell.quantity, values)
     st.html(colortext.legend_html(scale, f"{cell.label} after {step:,} training steps")
             + colortext.colored_text_html(text[start:end], values[start:end], scale))
