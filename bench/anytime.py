@@ -1,8 +1,8 @@
 """Issue 37's levers for a preset that is good whenever it is stopped, raced on one clock on Tiny Shakespeare.
 
-Most contenders are the live page's default model (the "Shakespeare (3 min)" preset: a 1 × 448 LSTM, bfloat16
-autocast where the CPU has it, the same batches, seed and gradient clipping) with another optimiser, schedule or
-width:
+Most contenders are the 3-minute Shakespeare preset's model (the live page's default until this issue: a 1 × 448
+LSTM, bfloat16 autocast where the CPU has it, the same batches, seed and gradient clipping) with another optimiser,
+schedule or width:
 - the preset itself: AdamW (rnnviz's "adamw": decoupled weight decay 0.1 on the matrices and the embedding,
   β₂ 0.99), lr 5e-3, cosine to 10% over 2,800 steps (tuned for 150 s on 2 cores); the weight decay holds off the
   overfitting that sets in after ~300 s (about 20 epochs of the text);
@@ -17,7 +17,8 @@ width:
   Adam for the embedding, the biases and the readout, as in the modded-nanoGPT speedruns; lr 5e-3, constant;
 - readout dropout (AdamW, the preset's cosine or a 600 s one): dropout on h_t before the readout while training;
 - a Net2Net widening: 1 × 256 at a high lr for the first few hundred steps, then widened to 1 × 448 without
-  changing what it computes, AdamW from there (WideningTrainer);
+  changing what it computes, AdamW from there (the engine's TrainConfig.grow_from, Trainer.widen; the anytime
+  preset, "Shakespeare (stop any time)", is one of these, and races under its preset name);
 - and every other preset that the live page offers on Tiny Shakespeare ("preset: NAME"), as it is.
 
 No test-time tricks: val loss is rnnviz's Trainer.evaluate, the mean cross-entropy over the last 10% of the text,
@@ -44,10 +45,9 @@ from bench.time_to_loss import DATA, mean_chars_per_second
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.live import LiveSettings
 from rnnviz.charlm.measured import MARKS_FILE, PresetMarks
-from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, DEFAULT_PRESET
+from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, SHAKESPEARE_3_MIN
 from rnnviz.charlm.race import Race
-from rnnviz.charlm.train import Trainer, make_optimizer
-from rnnviz.core.charmodel import build_model
+from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.core.runtime import configure_cpu
 
 MARKS = (10, 30, 60, 90, 150, 300, 600)
@@ -155,77 +155,6 @@ class ScheduleFreeTrainer(Trainer):
             self.optimizer.swap()
 
 
-class WideningTrainer(Trainer):
-    """An LSTM that starts narrow (fast steps while the first words form) and widens once, at ``grow_at_step``,
-    to ``config.hidden`` without changing what it computes (Net2Net's function-preserving widening, Chen et al.
-    2016): every old weight keeps its place, the new units get fresh incoming weights (torch's init, forget bias
-    as configured) and zero outgoing ones (W_hh's new columns, the readout's new columns), so h_t of the old units
-    and the logits are unchanged at the switch and the new units learn from there. Adam's moments grow with the
-    weights: zero first moments and the tensor's mean second moment for the new entries, so their first steps
-    are of the usual size. The carried state gains zero rows."""
-
-    def __init__(self, config, corpus, narrow: int, narrow_lr: float, grow_at_step: int):
-        self.wide_config = config
-        self.grow_at_step = grow_at_step
-        super().__init__(replace(config, hidden=narrow, lr=narrow_lr, lr_decay_steps=0), corpus)
-
-    @property
-    def grown(self) -> bool:
-        return self.config.hidden == self.wide_config.hidden
-
-    def run(self, steps, on_step=None, max_seconds=None):
-        if not self.grown and self.step >= self.grow_at_step:
-            self.widen()
-        if not self.grown:
-            steps = min(steps, self.grow_at_step - self.step)
-        return super().run(steps, on_step, max_seconds)
-
-    @torch.no_grad()
-    def widen(self) -> None:
-        old_model, old_opt, narrow = self.model, self.optimizer, self.config.hidden
-        wide = self.wide_config.hidden
-        with self._own_rng():
-            model = build_model(self.wide_config.model_config(self.vocab.size)).to(self.device)
-        new_params = dict(model.named_parameters())
-        moments = {}
-        for name, old in old_model.named_parameters():
-            new = new_params[name]
-            index = widened_index(name, old.shape, narrow, wide)
-            if name.startswith("rnn.weight_hh") or name == "head.weight":
-                new[:, narrow:] = 0.0  # what the new units send: nothing yet
-            new[index] = old
-            state = old_opt.state.get(old, {})
-            if "exp_avg" in state:
-                m, v = torch.zeros_like(new), torch.full_like(new, state["exp_avg_sq"].mean().item())
-                m[index], v[index] = state["exp_avg"], state["exp_avg_sq"]
-                moments[name] = {"step": state["step"].clone(), "exp_avg": m, "exp_avg_sq": v}
-        self.model, self.config = model, self.wide_config
-        self.optimizer = make_optimizer(self.config.optimizer, model.parameters(), self.config.lr_at(self.step),
-                                        self.config.weight_decay)
-        for name, p in model.named_parameters():
-            if name in moments:
-                self.optimizer.state[p] = moments[name]
-        if self.state is not None:
-            pad = [torch.zeros(s.shape[0], s.shape[1], wide - narrow, dtype=s.dtype, device=s.device)
-                   for s in self.state]
-            self.state = tuple(torch.cat([s, z], dim=-1) for s, z in zip(self.state, pad))
-        self._snapshot = None
-        self._take_snapshot()
-
-
-def widened_index(name: str, shape, narrow: int, wide: int):
-    """Where a narrow LSTM tensor's entries sit in the wide one: each of the four gate blocks (i, f, g, o) of H
-    rows keeps its first ``narrow`` rows; W_hh's and the readout's columns are the first ``narrow``."""
-    if name.startswith("rnn."):
-        rows = torch.cat([torch.arange(k * wide, k * wide + narrow) for k in range(4)])
-        if name.startswith("rnn.weight_hh"):
-            return rows[:, None], torch.arange(narrow)[None, :]
-        return (rows,) if len(shape) == 1 else (rows[:, None], torch.arange(shape[1])[None, :])
-    if name == "head.weight":
-        return slice(None), slice(0, narrow)
-    return tuple(slice(None) for _ in shape)  # the embedding and the readout's bias do not change
-
-
 class ReadoutDropoutTrainer(Trainer):
     """Dropout on h_t before the readout while training (Zaremba et al. 2014 drop the non-recurrent connections;
     a 1-layer nn.LSTM has none of its own, its dropout acting only between layers). Scoring runs in eval mode, so
@@ -243,14 +172,25 @@ class MuonTrainer(Trainer):
         self.optimizer = MuonAdam(self.model, lr=config.lr)
 
 
+def widening(decay_steps: int, grow_at: int) -> TrainConfig:
+    """The 3-minute preset's run, starting as a 1 × NARROW LSTM at NARROW_LR that widens at step ``grow_at``."""
+    return replace(ALL_PRESETS[SHAKESPEARE_3_MIN].config, lr_decay_steps=decay_steps, grow_from=NARROW,
+                   grow_at=grow_at, grow_lr=NARROW_LR)
+
+
 def contenders(corpus: Corpus) -> dict[str, Trainer]:
-    preset = ALL_PRESETS[DEFAULT_PRESET].config
+    preset = ALL_PRESETS[SHAKESPEARE_3_MIN].config
     adam = replace(preset, optimizer="adam")
     constant = replace(adam, lr=LR, lr_decay_steps=0)
+    widenings = {WIDENING: widening(WIDE_DECAY_STEPS, GROW_AT_STEP),
+                 f"AdamW, 1 × {NARROW} widened to 1 × 448 at step {LATE_GROW_AT_STEP:,}":
+                     widening(LATE_WIDE_DECAY_STEPS, LATE_GROW_AT_STEP)}
+    presets = {f"{PRESET_PREFIX}{name}": p.config for name, p in ALL_PRESETS.items()
+               if name in live_shakespeare_presets() and name != SHAKESPEARE_3_MIN}
     return {
-        f"{DEFAULT_PRESET} (AdamW, weight decay {preset.weight_decay:g} on matrices, cosine over "
+        f"{SHAKESPEARE_3_MIN} (AdamW, weight decay {preset.weight_decay:g} on matrices, cosine over "
         f"{preset.lr_decay_steps:,} steps)": Trainer(preset, corpus),
-        f"{DEFAULT_PRESET} with Adam (no weight decay)": Trainer(adam, corpus),
+        f"{SHAKESPEARE_3_MIN} with Adam (no weight decay)": Trainer(adam, corpus),
         f"Adam, constant lr {LR:g}": Trainer(constant, corpus),
         f"schedule-free Adam, lr {LR:g}, 100 warm-up steps": ScheduleFreeTrainer(constant, corpus),
         f"Muon (W_ih, W_hh) + Adam (the rest), constant lr {LR:g}": MuonTrainer(constant, corpus),
@@ -259,13 +199,10 @@ def contenders(corpus: Corpus) -> dict[str, Trainer]:
         f"AdamW, dropout {DROPOUT:g} before the readout, cosine over {LONG_DECAY_STEPS:,} steps (tuned for 600 s)":
             ReadoutDropoutTrainer(replace(preset, lr_decay_steps=LONG_DECAY_STEPS), corpus,
                                   DROPOUT),
-        WIDENING: WideningTrainer(replace(preset, lr_decay_steps=WIDE_DECAY_STEPS), corpus,
-                                  narrow=NARROW, narrow_lr=NARROW_LR, grow_at_step=GROW_AT_STEP),
-        f"AdamW, 1 × {NARROW} widened to 1 × 448 at step {LATE_GROW_AT_STEP:,}": WideningTrainer(
-            replace(preset, lr_decay_steps=LATE_WIDE_DECAY_STEPS), corpus, narrow=NARROW,
-            narrow_lr=NARROW_LR, grow_at_step=LATE_GROW_AT_STEP),
-        **{f"{PRESET_PREFIX}{name}": Trainer(p.config, corpus) for name, p in ALL_PRESETS.items()
-           if name in live_shakespeare_presets() and name != DEFAULT_PRESET},
+        # a widening that is a preset's run races once, under the preset's name
+        **{name: Trainer(config, corpus) for name, config in widenings.items() if config not in
+           [p.config for p in ALL_PRESETS.values()]},
+        **{name: Trainer(config, corpus) for name, config in presets.items()},
     }
 
 

@@ -116,14 +116,14 @@ def tune(configs: dict | None = None, marks: tuple[float, ...] = (30, 60)) -> di
     from dataclasses import replace
 
     from rnnviz.charlm.corpus import Corpus
-    from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET, MINGRU_PRESET
+    from rnnviz.charlm.presets import ALL_PRESETS, MINGRU_PRESET, SHAKESPEARE_3_MIN
     from rnnviz.charlm.race import Race
 
     configure_cpu()
     corpus = Corpus("tiny-shakespeare", DATA.read_text(encoding="utf-8"))
     preset = ALL_PRESETS[MINGRU_PRESET].config
     configs = configs or {  # the preset and its nearest rivals in the races in README.md (How the presets were tuned)
-        "LSTM preset": ALL_PRESETS[DEFAULT_PRESET].config,
+        "LSTM preset": ALL_PRESETS[SHAKESPEARE_3_MIN].config,
         "minGRU preset 2x128 lr 1e-2": preset,
         "minGRU 1x256 lr 6e-3": replace(preset, layers=1, hidden=256, lr=6e-3),
         "minGRU 2x256 lr 6e-3": replace(preset, hidden=256, lr=6e-3),

@@ -24,7 +24,7 @@ from torch import nn
 
 from bench.common import print_table
 from rnnviz.charlm.corpus import Corpus, TBPTTBatcher
-from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, DEFAULT_PRESET, MINGRU_PRESET, TUNED_GPT
+from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, MINGRU_PRESET, SHAKESPEARE_3_MIN, TUNED_GPT
 from rnnviz.charlm.race import Race
 from rnnviz.charlm.train import EvalRecord, Trainer, sequence_loss
 from rnnviz.core.recurrent import detach_state
@@ -35,7 +35,7 @@ MARKS = (10, 30, 60, 90, 120, 150)  # seconds of training at which val loss is r
 TARGET = 1.88  # nanoGPT's baby-GPT val loss after about 3 minutes on a laptop CPU
 CHECK_EVERY = 5  # seconds between val checks until the first mark after TARGET's usual time (30 s)
 # The racers, by preset name (ALL_PRESETS); the first is the one the targets are about. Add a kind here.
-CONTENDERS = (DEFAULT_PRESET, TUNED_GPT, BABY_GPT, MINGRU_PRESET)
+CONTENDERS = (SHAKESPEARE_3_MIN, TUNED_GPT, BABY_GPT, MINGRU_PRESET)
 REFERENCE = "plain 1x256"  # the bare nn.LSTM loop, raced beside the presets when ``reference`` is on
 
 

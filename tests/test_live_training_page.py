@@ -341,3 +341,25 @@ def test_the_loss_curve_shows_what_3_and_5_gram_models_of_the_same_text_reach_on
         loss = models.loss(val, n)
         assert lines[f"{n}-gram: {loss:.2f}"] == pytest.approx(loss)
     assert "n-gram (same text)" in [trace.get("name") for trace in spec["data"]]
+
+
+def test_the_default_preset_starts_narrow_and_says_when_it_widens_and_a_smaller_width_drops_the_growth():
+    """Issue 37: the live page's default is the anytime preset, a 1 × 256 LSTM that widens to 1 × 448."""
+    from rnnviz.charlm.presets import ALL_PRESETS, ANYTIME_STEPS, DEFAULT_PRESET
+
+    preset = ALL_PRESETS[DEFAULT_PRESET].config
+    at = open_page(PAGE)
+    assert at.selectbox(key=key("preset")).value == DEFAULT_PRESET and preset.grows
+    assert at.number_input(key=key("budget")).value == ANYTIME_STEPS
+    at.selectbox(key=key("builtin")).set_value("hello").run()
+    at.button(key=key("step")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = at.session_state[LIVE_RUN_KEY]
+    assert run.trainer.config.grows and run.trainer.width == preset.grow_from
+    assert f"widens to {preset.hidden} at step {preset.grow_at:,}" in page_text(at)
+    at.button(key=key("reset")).click().run()
+    at.select_slider(key=key("hidden")).set_value(128).run()  # narrower than where it would start: no growth
+    at.button(key=key("step")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = at.session_state[LIVE_RUN_KEY]
+    assert not run.trainer.config.grows and run.trainer.width == 128 and "widens" not in page_text(at)

@@ -17,7 +17,7 @@ from bench.shakespeare_sweep import BASE, SHIPPED, VARIANTS, Contender, Variant
 from bench.time_to_words import tokens, word_share
 from rnnviz.charlm import train as train_module
 from rnnviz.charlm.corpus import Corpus
-from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET
+from rnnviz.charlm.presets import ALL_PRESETS, SHAKESPEARE_3_MIN
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.core import runtime
@@ -49,8 +49,8 @@ def test_the_control_is_the_preset_the_sweep_began_with_and_the_shipped_row_is_t
     assert c.config == BASE and c.config.hidden == 256 and c.config.lr_decay_steps == 2500
     shipped = Contender(VARIANTS[SHIPPED], Corpus("t", TEXT), 60.0)
     # issue 37 moved the preset from Adam to AdamW (bench/anytime.py); the sweep's row is the rest of it
-    assert shipped.config == replace(ALL_PRESETS[DEFAULT_PRESET].config, optimizer="adam")
-    assert ALL_PRESETS[DEFAULT_PRESET].config.optimizer == "adamw"
+    assert shipped.config == replace(ALL_PRESETS[SHAKESPEARE_3_MIN].config, optimizer="adam")
+    assert ALL_PRESETS[SHAKESPEARE_3_MIN].config.optimizer == "adamw"
 
 
 def test_beta2_is_set_on_every_parameter_group():

@@ -18,7 +18,15 @@ SHAKESPEARE_STEPS = 2800  # B 32 × T 64 steps of the 1×448 preset in about 150
 QUICK_STEPS = 1250  # the quick demo's steps in 30 s with bfloat16: its cosine ends when the demo does
 BABY_GPT_MINUTES = 3.0  # wall-time budget for the CLI; the baby GPT's schedule itself ends at step 2,000
 
-DEFAULT_PRESET = "Shakespeare (3 min)"
+ANYTIME_GROW_AT = 1000  # 1 × 256 steps before the widening: about 22 s with bfloat16
+ANYTIME_DECAY_STEPS = 3400  # the cosine's end: about 150 s; the lr stays at its floor after it
+ANYTIME_NOTE = ("Good text whenever you stop it: quick first words from a 1 × 256 LSTM that widens to 1 × 448 after "
+                "about 22 s and keeps improving for 10 minutes (val ≈ 1.73 nats/char at 10 s, 1.59 at 30 s, 1.48 at "
+                "150 s on 2 cores with bfloat16).")
+ANYTIME_STEPS = 11_000  # B 32 × T 64 steps of the anytime preset in about 10 minutes on 2 cores with bfloat16
+ANYTIME_PRESET = "Shakespeare (stop any time)"
+SHAKESPEARE_3_MIN = "Shakespeare (3 min)"  # the 1 × 448 tuned for 150 s: the race page's LSTM, nanoGPT's rival
+DEFAULT_PRESET = ANYTIME_PRESET  # the live page's and the CLI's (issue 37: a class stops when it has seen enough)
 # nanoGPT's CPU "baby GPT" (config/train_shakespeare_char.py with its README's CPU overrides), with biases on
 # and an untied readout; ``rnnviz train --preset NAME --steps 2000`` is nanoGPT's run.
 BABY_GPT = "Baby GPT (Transformer, nanoGPT's CPU setting)"
@@ -35,6 +43,7 @@ class Preset:
     config: TrainConfig
     minutes: float  # wall-time budget it was tuned for
     note: str  # one line on what to expect
+    steps: int | None = None  # the live page's step budget; None: its schedule's length, or its minutes' worth
 
 
 # In menu order: the recurrent kinds of torch, the Transformers, the minGRU.
@@ -49,7 +58,20 @@ ALL_PRESETS: dict[str, Preset] = {
             "Words, capitals and line breaks within half a minute (val ≈ 1.56 nats/char at 30 s).",
         ),
         Preset(
-            DEFAULT_PRESET,
+            ANYTIME_PRESET,
+            "tiny-shakespeare",
+            # Issue 37's anytime default (bench/anytime.py): the quick demo's 1 × 256 at lr 1e-2 for its first
+            # steps, where small fast steps learn most, then the 3-minute preset's 1 × 448 (widened without changing
+            # what it computes, rnnviz.charlm.train.Trainer.widen) with AdamW on a cosine, flat at its floor after it.
+            TrainConfig(hidden=448, batch=32, seq_len=64, optimizer="adamw", lr=5e-3,
+                        lr_decay_steps=ANYTIME_DECAY_STEPS, precision="auto", grow_from=256, grow_at=ANYTIME_GROW_AT,
+                        grow_lr=1e-2),
+            10.0,
+            ANYTIME_NOTE,
+            steps=ANYTIME_STEPS,
+        ),
+        Preset(
+            SHAKESPEARE_3_MIN,
             "tiny-shakespeare",
             # AdamW (decoupled weight decay 0.1 on the matrices, β₂ 0.99) rather than Adam: equal up to 150 s and no
             # overfitting after it (issue 37: 1.465 against 1.511 at 600 s; bench/anytime.py)

@@ -5,7 +5,7 @@ or the problems with them in plain words; its estimated speed; and how it differ
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 import streamlit as st
 
@@ -75,7 +75,7 @@ def pending_run(vocab_size: int | None, corpus: Corpus | None = None) -> Pending
     problems += shape_problems
     if shape_problems:  # a shape that cannot be built: count and estimate the nearest one that can
         values.update(n_head=1, seq_len=min(values["seq_len"], values["block_size"]))
-    config = replace(base, **values)
+    config = base.changed(**values)
     vocab = vocab_size or TYPICAL_VOCAB
     parameters = count_parameters(config, vocab)
     if parameters > MAX_PARAMETERS:

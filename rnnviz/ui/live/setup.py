@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import streamlit as st
@@ -30,7 +30,7 @@ from rnnviz.charlm.presets import (
     Preset,
 )
 from rnnviz.charlm.speed import estimate_chars_per_second, measure_matmul_flops
-from rnnviz.charlm.train import OPTIMIZERS, TrainConfig
+from rnnviz.charlm.train import GATE_BLOCKS, OPTIMIZERS, TrainConfig
 from rnnviz.core import equations
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_choice, restore_from_link, share_link
@@ -112,6 +112,8 @@ def preset_budget(preset: Preset, vocab_size: int = TYPICAL_VOCAB) -> int:
     else the steps that fill its minutes on the reference 2-core CPU. Never this moment's load: a link to a
     preset always means the same run."""
     config = preset.config
+    if preset.steps is not None:
+        return preset.steps
     if config.lr_decay_steps > 0:
         return config.lr_decay_steps
     speed = estimate_chars_per_second(config, vocab_size, REFERENCE_MATMUL_FLOPS)
@@ -316,6 +318,18 @@ def preset_picker() -> Preset:
     return preset
 
 
+def _preset_growth() -> str:
+    """The chosen preset's widening in words, while the settings keep room for it (TrainConfig.changed)."""
+    state = st.session_state
+    preset = LIVE_PRESETS.get(state.get(key("preset")))
+    if preset is None or not preset.config.grows:
+        return ""
+    kind, hidden = state.get(key("kind"), preset.config.kind), state.get(key("hidden"), preset.config.hidden)
+    if kind not in GATE_BLOCKS or not isinstance(hidden, int) or hidden <= preset.config.grow_from:
+        return ""
+    return replace(preset.config, hidden=hidden).describe_growth().replace("It starts", "The preset starts", 1)
+
+
 def model_widgets() -> None:
     st.radio("Kind", list(KIND_LABELS), format_func=KIND_LABELS.get, horizontal=True, key=key("kind"),
              on_change=on_kind_change, **KEEP)
@@ -323,6 +337,9 @@ def model_widgets() -> None:
     st.slider("Blocks L" if transformer else "Layers", 1, MAX_LAYERS, key=key("layers"), **KEEP)
     st.select_slider("Width C (the residual stream)" if transformer else "Hidden units H",
                      _with(HIDDEN_OPTIONS, st.session_state.get(key("hidden"))), key=key("hidden"), **KEEP)
+    growth = _preset_growth()
+    if growth:
+        st.caption(growth)
     if transformer:
         st.session_state.setdefault(key("n_head"), TRANSFORMER_DEFAULTS.config.n_head)
         st.session_state.setdefault(key("block_size"), TRANSFORMER_DEFAULTS.config.block_size)

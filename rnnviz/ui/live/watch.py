@@ -39,7 +39,19 @@ def run_summary(run: LiveRun) -> str:
     return (f"{shape_label(config)} on **{literal(run.corpus_name)}** (V = "
             f"{run.trainer.vocab.size}), {run.trainer.num_parameters:,} parameters, {config.optimizer} at "
             f"learning rate {config.lr:g}, " + (f"clipping at θ = {config.clip:g}" if config.clip else "no clipping")
-            + (", forward pass in bfloat16 (weights in float32)" if run.trainer.bf16 else ""))
+            + (", forward pass in bfloat16 (weights in float32)" if run.trainer.bf16 else "") + _growth(run))
+
+
+def _growth(run: LiveRun) -> str:
+    """Where a run whose width grows stands: before its widening, or after it."""
+    config = run.trainer.config
+    if not config.grows:
+        return ""
+    if run.trainer.width < config.hidden:
+        lr = f" at learning rate {config.grow_lr:g}" if config.grow_lr is not None else ""
+        return (f"; {config.grow_from} units per layer{lr} until step {config.grow_at:,}, when it widens to "
+                f"{config.hidden} without changing what it computes")
+    return f"; widened from {config.grow_from} units per layer at step {config.grow_at:,}"
 
 
 def status_line(run: LiveRun) -> None:
