@@ -177,3 +177,22 @@ def test_settings_that_leave_no_room_to_grow_drop_the_growth_and_the_rest_keep_i
                     {"kind": "mingru", "forget_bias": None}):
         changed = config.changed(**changes)
         assert not changed.grows and changed.grow_lr is None, changes
+
+
+def test_the_explorer_replays_a_snapshot_from_before_the_widening_at_its_own_width():
+    """The live run keeps weight snapshots along the way: those before the widening are narrow. The explorer's
+    replay reads them at their width, and a unit that did not exist yet has no values (the page says so)."""
+    from rnnviz.interpret.finder import trace_cells
+    from rnnviz.ui.explorer.data import snapshot_cell
+
+    trainer = Trainer(growing(), corpus())
+    trainer.run(GROW_AT - 1)
+    narrow_weights = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    expected = trace_cells(trainer.model, trainer.vocab.encode("the lazy dog")).block(0, "h")[:, 2]
+    trainer.run(3)
+    wide_config = trainer.model.config
+    values = snapshot_cell(("test", 1), GROW_AT - 1, narrow_weights, wide_config, trainer.vocab.chars,
+                           "the lazy dog", 0, 2, "h")
+    assert values is not None and list(values) == pytest.approx(list(expected), abs=1e-6)
+    assert snapshot_cell(("test", 1), GROW_AT - 1, narrow_weights, wide_config, trainer.vocab.chars,
+                         "the lazy dog", 0, NARROW + 1, "h") is None
