@@ -301,6 +301,8 @@ def preset_note(preset: Preset, corpus_name: str | None) -> str:
     """What the preset learns, and in how long, when it trains on its own corpus; on another corpus, that the
     note is not about this one."""
     if corpus_name in (None, preset.corpus):
+        if preset.config.grows:  # no budget to be tuned for: measured at every mark up to its minutes
+            return f"{preset.note} Measured up to {preset.minutes:g} min on a 2-core CPU."
         return f"{preset.note} Tuned for about {preset.minutes:g} min on a 2-core CPU."
     return (f"The {preset.name} settings, on {literal(corpus_name)} instead of {preset.corpus}: what they learn "
             "there, and how fast, is for the run to show.")
