@@ -19,6 +19,9 @@ schedule or width:
 - a Net2Net widening: 1 × 256 at a high lr for the first few hundred steps, then widened to 1 × 448 without
   changing what it computes, AdamW from there (the engine's TrainConfig.grow_from, Trainer.widen; the anytime
   preset, "Shakespeare (stop any time)", is one of these, and races under its preset name);
+- warmup–stable–decay with the cool-down on Pause (CoolDownTrainer): the anytime preset at its stable lr, scored
+  with a copy cooled down over the last 20% of its seconds (taken from the copy it kept then, so the scored model
+  has had the same seconds of training as every other);
 - and every other preset that the live page offers on Tiny Shakespeare ("preset: NAME"), as it is.
 
 No test-time tricks: val loss is rnnviz's Trainer.evaluate, the mean cross-entropy over the last 10% of the text,
@@ -36,7 +39,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -45,7 +48,7 @@ from bench.time_to_loss import DATA, mean_chars_per_second
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.live import LiveSettings
 from rnnviz.charlm.measured import MARKS_FILE, PresetMarks
-from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, SHAKESPEARE_3_MIN
+from rnnviz.charlm.presets import ALL_PRESETS, ANYTIME_PRESET, BABY_GPT, SHAKESPEARE_3_MIN
 from rnnviz.charlm.race import Race
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.core.runtime import configure_cpu
@@ -63,6 +66,7 @@ LIVE_EVAL_CHARS = LiveSettings().eval_chars  # what the live page scores: the va
 # schedule and with one fitted to 600 s (the steps the 1 × 448 model took in the 600 s races).
 DROPOUT, LONG_DECAY_STEPS = 0.2, 11_000
 WIDENING = f"AdamW, 1 × {NARROW} widened to 1 × 448 at step {GROW_AT_STEP}"
+COOL_SHARE = 0.2  # warmup–stable–decay: the cool-down's share of the seconds (Hägele et al.: 20% matches a cosine)
 GOALS = {10: 1.75, 30: 1.55, 150: 1.47, 600: 1.42}  # issue 37's marks for the anytime default
 
 
@@ -168,6 +172,65 @@ class ReadoutDropoutTrainer(Trainer):
             lambda head, args: (torch.nn.functional.dropout(args[0], p, head.training),))
 
 
+@dataclass(frozen=True)
+class CoolDownConfig(TrainConfig):
+    """A run's config whose lr falls linearly from what it was at step ``cool_from`` to 0 over ``cool_steps``."""
+
+    cool_from: int = 0
+    cool_steps: int = 1
+
+    def lr_at(self, step: int) -> float:
+        stable = TrainConfig.lr_at(self, self.cool_from)
+        return stable * max(0.0, 1.0 - (step - self.cool_from) / self.cool_steps)
+
+
+class CoolDownTrainer(Trainer):
+    """Warmup–stable–decay (Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond Fixed Training
+    Durations") with the cool-down taken when the run is paused: the run trains at its stable lr; to be scored at
+    its clock m, it takes the copy of itself it kept at about (1 − share)·m seconds, cools that copy down (lr
+    linearly to 0) for the seconds up to m, and is scored with the cooled copy, so the scored model has had m
+    seconds of training like every other contender's. The run itself goes on from its stable weights (the issue's
+    "Pause never changes the run"). Copies are kept every 2% of the clock, and only those a later mark can need."""
+
+    KEEP_EVERY = 0.02  # of the clock
+
+    def __init__(self, config, corpus, share: float = 0.2):
+        super().__init__(config, corpus)
+        self.share = share
+        self.kept = [(0.0, self.state_dict())]
+        self.cooled: tuple[float, Trainer] | None = None
+
+    def run(self, steps, on_step=None, max_seconds=None):
+        records = super().run(steps, on_step, max_seconds)
+        if self.seconds - self.kept[-1][0] >= max(0.5, self.KEEP_EVERY * self.seconds):
+            self.kept.append((self.seconds, self.state_dict()))
+            earliest = (1 - self.share) * self.seconds  # no later mark starts its cool-down before this
+            usable = [i for i, (at, _) in enumerate(self.kept) if at <= earliest]
+            self.kept = self.kept[usable[-1]:] if usable else self.kept
+        return records
+
+    def cooled_copy(self) -> Trainer:
+        if self.cooled is not None and self.cooled[0] == self.seconds:
+            return self.cooled[1]
+        start = max((k for k in self.kept if k[0] <= (1 - self.share) * self.seconds), key=lambda k: k[0])
+        branch = Trainer(self.config, self.corpus, vocab=self.vocab)
+        branch.load_state_dict(start[1])
+        cool_seconds = self.seconds - start[0]
+        steps_per_s = self.chars_per_second / self.chars_per_step if self.chars_per_second else 1.0
+        cool_steps = max(1, round(cool_seconds * steps_per_s))
+        branch.config = CoolDownConfig(**branch.config.to_dict(), cool_from=branch.step, cool_steps=cool_steps)
+        spent = branch.seconds
+        while branch.step < start[1]["step"] + cool_steps and branch.seconds - spent < cool_seconds:
+            branch.run(cool_steps, max_seconds=cool_seconds - (branch.seconds - spent))
+        self.cooled = (self.seconds, branch)
+        return branch
+
+    def evaluate(self, max_chars=None):
+        record = self.cooled_copy().evaluate(max_chars)
+        self.evals.append(replace(record, step=self.step, seconds=self.seconds))
+        return record
+
+
 class MuonTrainer(Trainer):
     def __init__(self, config, corpus):
         super().__init__(config, corpus)
@@ -201,6 +264,9 @@ def contenders(corpus: Corpus) -> dict[str, Trainer]:
         f"AdamW, dropout {DROPOUT:g} before the readout, cosine over {LONG_DECAY_STEPS:,} steps (tuned for 600 s)":
             ReadoutDropoutTrainer(replace(preset, lr_decay_steps=LONG_DECAY_STEPS), corpus,
                                   DROPOUT),
+        f"warmup–stable–decay: the anytime preset at its stable lr, scored after a cool-down over the last "
+        f"{COOL_SHARE:.0%} of its seconds": CoolDownTrainer(replace(ALL_PRESETS[ANYTIME_PRESET].config,
+                                                                      lr_decay_steps=0), corpus, COOL_SHARE),
         # a widening that is a preset's run races once, under the preset's name
         **{name: Trainer(config, corpus) for name, config in widenings.items() if config not in
            [p.config for p in ALL_PRESETS.values()]},

@@ -4,7 +4,7 @@ words, and a run trains it with no state carried."""
 
 import pytest
 
-from rnnviz.charlm.presets import ALL_PRESETS, PRESETS, TUNED_GPT
+from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET, PRESETS, TUNED_GPT
 from rnnviz.charlm.speed import count_parameters, estimate_chars_per_second
 from rnnviz.charlm.train import TrainConfig
 from rnnviz.core.charmodel import build_model
@@ -72,11 +72,11 @@ def test_the_kind_menu_offers_the_transformer_and_a_run_trains_it_without_carrie
     assert (config.n_head, config.block_size) == (defaults.n_head, defaults.block_size)
     assert run.step >= 1 and run.samples  # trained and sampled with the KV cache
     assert "no carried state" in run.trainer.describe()
-    # back to an LSTM: the recurrent preset's settings, the kind chosen, the corpus kept
+    # back to an LSTM: the recurrent family's preset (the page's default), the kind chosen, the corpus kept
     at.radio(key=key("kind")).set_value("lstm").run()
     assert not at.exception
-    assert at.selectbox(key=key("preset")).value == "Shakespeare (3 min)"
-    lstm = ALL_PRESETS["Shakespeare (3 min)"].config  # AdamW at lr 5e-3, where the GPT's is AdamW at 3e-3
+    assert at.selectbox(key=key("preset")).value == DEFAULT_PRESET
+    lstm = ALL_PRESETS[DEFAULT_PRESET].config  # AdamW at lr 5e-3, where the GPT's is AdamW at 3e-3
     assert (at.session_state[key("optimizer")], at.session_state[key("lr")]) == (lstm.optimizer, lstm.lr)
     assert at.selectbox(key=key("builtin")).value == "hello"
     assert NO_CARRY not in page_text(at)
