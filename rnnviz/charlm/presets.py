@@ -26,7 +26,7 @@ ANYTIME_NOTE = ("Good text whenever you stop it: quick first words from a 1 × 2
 ANYTIME_STEPS = 11_000  # B 32 × T 64 steps of the anytime preset in about 10 minutes on 2 cores with bfloat16
 ANYTIME_PRESET = "Shakespeare (stop any time)"
 SHAKESPEARE_3_MIN = "Shakespeare (3 min)"  # the 1 × 448 tuned for 150 s: the race page's LSTM, nanoGPT's rival
-DEFAULT_PRESET = ANYTIME_PRESET  # the live page's and the CLI's (issue 37: a class stops when it has seen enough)
+DEFAULT_PRESET = ANYTIME_PRESET  # the live page's (issue 37: a class stops when it has seen enough)
 # nanoGPT's CPU "baby GPT" (config/train_shakespeare_char.py with its README's CPU overrides), with biases on
 # and an untied readout; ``rnnviz train --preset NAME --steps 2000`` is nanoGPT's run.
 BABY_GPT = "Baby GPT (Transformer, nanoGPT's CPU setting)"

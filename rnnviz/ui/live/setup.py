@@ -108,8 +108,9 @@ def _nice(value: float) -> int:
 
 
 def preset_budget(preset: Preset, vocab_size: int = TYPICAL_VOCAB) -> int:
-    """The preset's own schedule length when its learning rate decays (the decay was tuned to end there),
-    else the steps that fill its minutes on the reference 2-core CPU. Never this moment's load: a link to a
+    """The preset's own step budget when it has one (the anytime preset: its minutes' worth, measured), else its
+    schedule's length when its learning rate decays (the decay was tuned to end there), else the steps that fill its
+    minutes on the reference 2-core CPU. Never this moment's load: a link to a
     preset always means the same run."""
     config = preset.config
     if preset.steps is not None:
