@@ -250,3 +250,33 @@ def test_an_uploaded_checkpoint_is_checked_and_explored():
     assert at.session_state["explorer_source"] == "uploaded"
     assert at.selectbox(key="explorer_syntax").value == "prose"
     assert "held-out 10% of english-docs" in page_text(at)
+
+
+def test_the_replay_of_a_run_that_grew_says_when_a_new_unit_did_not_exist_yet():
+    """Issue 37's default widens during its run: its snapshots before the widening are narrow. A unit the widening
+    added has nothing to replay at those steps, and the page says so; at later steps it is coloured."""
+    from streamlit.testing.v1 import AppTest
+
+    from rnnviz.charlm.corpus import corpus_from_user_text
+    from rnnviz.charlm.live import LiveRun, LiveSettings
+    from rnnviz.charlm.train import TrainConfig
+    from rnnviz.ui.kit.models import LIVE_RUN_KEY
+    from tests.apptest_helpers import APP, TIMEOUT
+
+    text = "".join(f"def f{i}(a, b=[1, (2, {i})]):\n    return a\n\n" for i in range(200))
+    run = LiveRun.create(TrainConfig(hidden=16, embed_dim=8, batch=4, seq_len=32, device="cpu", grow_from=8,
+                                     grow_at=4), corpus_from_user_text(text, name="grows.py"),
+                         LiveSettings(step_budget=6, snapshot_every=2, sample_every=100, eval_chars=500))
+    run.advance(60.0)
+    assert [(step, w["head.weight"].shape[1]) for step, w in run.snapshots] == [(0, 8), (2, 8), (4, 16), (6, 16)]
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state[LIVE_RUN_KEY] = run
+    at.run()
+    at.switch_page(PAGE).run()
+    at.selectbox(key="explorer_source").set_value("live").run()
+    at.number_input(key="explorer_unit").set_value(12).run()
+    at.select_slider(key="explorer_snapshot_step").set_value(2).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Unit 12 did not exist yet after 2 steps" in page_text(at) and "by step 4" in page_text(at)
+    at.select_slider(key="explorer_snapshot_step").set_value(6).run()
+    assert "after 6 training steps" in replayed(at) and "did not exist yet" not in page_text(at)
