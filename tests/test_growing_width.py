@@ -88,18 +88,26 @@ def test_before_the_widening_the_run_takes_grow_lr_and_after_it_the_schedule():
 
 def test_the_optimizer_moments_grow_with_the_weights():
     trainer = Trainer(growing(), corpus())
-    trainer.run(GROW_AT - 1)
-    before = {name: dict(trainer.optimizer.state[p]) for name, p in trainer.model.named_parameters()}
-    trainer.run(1)
+    narrow_head = {}
+
+    def keep_the_narrow_moments(record) -> None:  # after the grow_at-th step, before the widening
+        if record.step == GROW_AT:
+            state = trainer.optimizer.state[trainer.model.head.weight]
+            narrow_head.update({k: v.clone() for k, v in state.items()})
+
+    trainer.run(GROW_AT, on_step=keep_the_narrow_moments)
+    assert trainer.width == WIDE and narrow_head["exp_avg"].shape[1] == NARROW
     for name, p in trainer.model.named_parameters():
         state = trainer.optimizer.state[p]
         assert state["exp_avg"].shape == p.shape and state["exp_avg_sq"].shape == p.shape
         assert int(state["step"]) == GROW_AT, name  # Adam's bias correction goes on where it was
     head = trainer.optimizer.state[trainer.model.head.weight]
-    old_sq = before["head.weight"]["exp_avg_sq"]
+    torch.testing.assert_close(head["exp_avg"][:, :NARROW], narrow_head["exp_avg"], rtol=0, atol=0)
+    torch.testing.assert_close(head["exp_avg_sq"][:, :NARROW], narrow_head["exp_avg_sq"], rtol=0, atol=0)
     assert torch.all(head["exp_avg"][:, NARROW:] == 0), "the new columns have no momentum yet"
-    assert head["exp_avg_sq"][:, NARROW:].min() > 0, "new entries start from the old mean second moment, not 0"
-    assert old_sq.shape[1] == NARROW
+    new_sq = head["exp_avg_sq"][:, NARROW:]
+    assert torch.allclose(new_sq, torch.full_like(new_sq, narrow_head["exp_avg_sq"].mean().item())), \
+        "new entries start from the old mean second moment, not 0"
 
 
 @pytest.mark.parametrize("saved_at", [GROW_AT - 2, GROW_AT, GROW_AT + 3])

@@ -149,9 +149,12 @@ class TrainConfig:
     def changed(self, **changes) -> TrainConfig:
         """``replace(self, **changes)``, where a width that grows and no longer can (another kind than RNN, LSTM
         or GRU, or a width at or under the one it starts with) is dropped: the run has its width from the start."""
-        kind, hidden = changes.get("kind", self.kind), changes.get("hidden", self.hidden)
-        fits = kind in GATE_BLOCKS and hidden > self.grow_from
+        fits = self.growth_fits(changes.get("kind", self.kind), changes.get("hidden", self.hidden))
         return replace(self if fits or "grow_from" in changes else self.without_growth(), **changes)
+
+    def growth_fits(self, kind: str, hidden: int) -> bool:
+        """Whether this run's growth still can with another kind or width: RNN, LSTM or GRU, wider than grow_from."""
+        return kind in GATE_BLOCKS and hidden > self.grow_from
 
     def describe_growth(self) -> str:
         """The widening in words ("" for a run that does not grow), for a page."""

@@ -30,7 +30,7 @@ from rnnviz.charlm.presets import (
     Preset,
 )
 from rnnviz.charlm.speed import estimate_chars_per_second, measure_matmul_flops
-from rnnviz.charlm.train import GATE_BLOCKS, OPTIMIZERS, TrainConfig
+from rnnviz.charlm.train import OPTIMIZERS, TrainConfig
 from rnnviz.core import equations
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_choice, restore_from_link, share_link
@@ -328,7 +328,7 @@ def _preset_growth() -> str:
     if preset is None or not preset.config.grows:
         return ""
     kind, hidden = state.get(key("kind"), preset.config.kind), state.get(key("hidden"), preset.config.hidden)
-    if kind not in GATE_BLOCKS or not isinstance(hidden, int) or hidden <= preset.config.grow_from:
+    if not isinstance(hidden, int) or not preset.config.growth_fits(kind, hidden):
         return ""
     return replace(preset.config, hidden=hidden).describe_growth().replace("It starts", "The preset starts", 1)
 
