@@ -102,6 +102,19 @@ def training_panel() -> None:
         st.rerun()  # finished or halted by itself: the controls change too
 
 
+@st.fragment(run_every=live.RERUN_EVERY)
+def cooling_panel() -> None:
+    """Reruns by itself while a stopped run's copy cools down: draws the run and the cool-down's bar, then cools
+    one chunk."""
+    run = live.current_run()
+    if run is None or not run.cools_down:
+        st.rerun()  # cooled (here or in another tab of the run), started again, stepped or reset
+    watch.watch_panel(run)
+    run.cool_unless_busy(training_slots(), live.owner(), live.CHUNK_SECONDS)
+    if not run.cools_down:
+        st.rerun()  # the cooled copy is ready: the samples below take it
+
+
 @st.fragment
 def stopped_panel() -> None:
     watch.watch_panel(live.current_run())
@@ -122,6 +135,8 @@ with panel_area:
                    "time.")
     elif run.is_active:
         training_panel()
+    elif run.cools_down:
+        cooling_panel()
     else:
         stopped_panel()
         follow_other_tabs(drawn_state)
@@ -161,7 +176,7 @@ def sampling_section() -> None:
         cols[1].button("Sample the latest weights", key=setup.key("resample"), icon=":material/refresh:",
                        on_click=sampling.resample_live, width="stretch")
     elif source.key == "live":
-        st.caption(f"Drawn from the weights of step {drawn_at:,}, the run's latest.")
+        st.caption(sampling.drawn_from(source, drawn_at))
     st.code(text, language=None, wrap_lines=True)
     training = sampling.memorised_text(source)
     if training is not None:

@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 
 from rnnviz.charlm.checkpoint import checkpoint_bytes, load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
@@ -363,3 +364,60 @@ def test_the_default_preset_starts_narrow_and_says_when_it_widens_and_a_smaller_
     assert not at.exception, [e.value for e in at.exception]
     run = at.session_state[LIVE_RUN_KEY]
     assert not run.trainer.config.grows and run.trainer.width == 128 and "widens" not in page_text(at)
+
+
+def test_the_default_preset_cools_a_copy_on_pause_and_the_page_samples_the_copy_while_the_run_stays():
+    """Issue 37: the anytime default trains at a steady rate; when it stops, a copy cools down (its learning rate
+    falling to 0) under a bar, and the page then shows and samples the copy, beside the run's own val loss."""
+    at = open_page(PAGE)
+    assert at.toggle(key=key("cool_down")).value  # on for the default preset
+    at.selectbox(key=key("builtin")).set_value("hello").run()
+    at.select_slider(key=key("hidden")).set_value(16).run()
+    at.button(key=key("step")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = at.session_state[LIVE_RUN_KEY]
+    stepped = run.step
+    weights = {k: v.clone() for k, v in run.trainer.model.state_dict().items()}
+    assert run.settings.cool_down and (run.cools_down or run.cooled_copy() is not None)  # a tiny run cools at once
+    for _ in range(40):  # the cooling fragment takes one chunk per rerun here
+        if run.cooled_copy() is not None:
+            break
+        assert any(p.proto.text.startswith("Cooling a copy down: step") for p in at.get("progress")) \
+            or run.cool_down_progress() is None
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+    cooled = run.cooled_copy()
+    assert cooled is not None and cooled.from_step == stepped and run.step == stepped
+    assert all(torch.equal(v, weights[k]) for k, v in run.trainer.model.state_dict().items())
+    at.run()  # the page as it stands once cooled
+    text = page_text(at)
+    assert (f"**Cooled copy: val loss {cooled.val_loss:.3f}** against {cooled.run_val_loss:.3f} for the run's own "
+            f"weights at step {stepped:,}") in text
+    assert f"The copy trained {cooled.steps:,} steps more" in text
+    assert f"Cooled copy · **Step {cooled.step:,}** · val loss {cooled.val_loss:.3f} nats/char" in text
+    # the sampling section reads the cooled copy: its label, its caption, and the sample its weights write
+    source = at.selectbox(key=key("model_source"))
+    assert source.value == "live" and f"cooled over {cooled.steps} more" in source.format_func(source.value)
+    assert f"Drawn from the copy cooled down over {cooled.steps:,} steps after step {stepped:,}" in text
+    request = at.session_state[key("last_request")]
+    assert request.prime + run_sample(cooled.model, run.trainer.vocab, request).text == main_sample(at)
+    assert request.prime + run_sample(run.trainer.model, run.trainer.vocab, request).text != main_sample(at)
+    assert any(b.label == "Download the cooled copy" for b in at.get("download_button"))
+    # Start trains the run from its own weights, and the page reads the run again
+    at.button(key=key("start")).click().run()
+    assert run.is_active and run.cooled_copy() is None and run.step > stepped
+    assert run.trainer.history[stepped].lr == pytest.approx(run.trainer.config.lr_at(stepped))
+    at.button(key=key("pause")).click().run()
+    for _ in range(40):  # and the next stop cools a new copy, of the run as it is now
+        if run.cooled_copy() is not None:
+            break
+        at.run()
+    assert run.cooled_copy().from_step == run.step > stepped
+
+
+def test_a_preset_without_a_cool_down_has_the_toggle_off_and_pause_samples_the_run():
+    at = hello_page()
+    assert not at.toggle(key=key("cool_down")).value
+    at.button(key=key("step")).click().run()
+    run = at.session_state[LIVE_RUN_KEY]
+    assert not run.cools_down and "Cooled copy" not in page_text(at)

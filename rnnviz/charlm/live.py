@@ -13,6 +13,11 @@ the model spells the text before it leaves it (``leaves_training_text``).
 
 ``RunRegistry`` finds a run again by the unguessable token in its address, for a reload or a new tab.
 
+A run with ``cool_down`` on (the anytime preset's, issue 37) trains at a stable learning rate; when it stops (Pause,
+the budget's end) the page cools a copy of it down a chunk at a time (``cool``: rnnviz.charlm.cooldown), and readers
+take that copy (``cooled_copy``) while the run stands still. The run itself is not touched: Start goes on from its
+own weights.
+
 A run may train elsewhere (``remote``: rnnviz.charlm.ray_backend.RayRun, one Ray actor per run): then
 ``tick`` only polls, the LiveRun here is a mirror of the remote run (its records, samples, snapshots and
 latest weights), and whenever nothing trains remotely it holds the exact training state again.
@@ -37,10 +42,11 @@ from typing import ClassVar, NamedTuple
 import torch
 from torch import Tensor
 
+from rnnviz.charlm.cooldown import CoolingTrainer, cool_down_seconds, cool_down_steps
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.sample import generate
 from rnnviz.charlm.slots import TrainingSlots
-from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer
+from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer, sequence_loss
 from rnnviz.core.charmodel import build_model
 
 MAX_SNAPSHOTS = 20  # weight copies kept for the explorer; the initial weights are one of them
@@ -74,6 +80,7 @@ class LiveSettings:
     temperature: float = 0.8  # of the scheduled samples
     snapshot_every: int = 25  # steps between weight snapshots at first; doubles each time they are thinned
     eval_chars: int = 10_000  # val characters scored per evaluation, so that a chunk stays short
+    cool_down: bool = False  # on Pause and at the budget's end, cool a copy down (rnnviz.charlm.cooldown)
 
     def __post_init__(self):
         if not 1 <= self.step_budget <= MAX_STEP_BUDGET:
@@ -94,6 +101,27 @@ class SampleRecord:
     val_loss: float  # nats/char
     text: str  # as shown: the prime, then what the model wrote
     prime: str = ""  # the characters the model read first ("" starts from a newline)
+
+
+@dataclass(frozen=True, eq=False)
+class CooledCopy:
+    """A run's copy cooled down when it stopped, ready to read, and how it compares with the run's own weights."""
+
+    model: torch.nn.Module  # a still copy (CPU, float32, eval mode, no gradients)
+    branch: Trainer  # what trained it: its checkpoint is the cooled model's
+    from_step: int  # the run's step when it stopped
+    steps: int  # the cool-down's steps
+    start_lr: float  # lr_s, the rate it fell from
+    seconds: float  # the cool-down's own training seconds
+    val_loss: float  # the cooled copy's, nats/char over the val split's first eval_chars
+    run_val_loss: float  # the run's own weights at from_step, on the same characters
+    sample: SampleRecord  # drawn like the scheduled samples (same seed, prime, length and τ)
+    origin: tuple  # the run's weights it was cooled from (_weights_version)
+
+    @property
+    def step(self) -> int:
+        """Optimizer steps the cooled copy has had: the run's, then the cool-down's."""
+        return self.from_step + self.steps
 
 
 @dataclass(frozen=True)
@@ -206,6 +234,10 @@ class LiveRun:
         # reads the weights (sampling, a checkpoint) holds it too, so they never see half an update.
         self.lock = threading.RLock()
         self._frozen: tuple[tuple, FrozenModel] | None = None  # (weights version, copy) of frozen_model
+        self.cooling: CoolingTrainer | None = None  # the cool-down under way (``cool``)
+        self._cooling_origin: tuple | None = None  # the run's weights it cools (_weights_version)
+        self.cooled: CooledCopy | None = None  # the last cool-down's result
+        self._cool_failed: tuple | None = None  # the weights whose cool-down blew up: not tried again
         LiveRun._alive.add(self)
 
     def keep_on(self, keeper) -> None:
@@ -246,6 +278,7 @@ class LiveRun:
         if self.is_active:
             self.status = Status.PAUSED
         self.discarded = True
+        self.cooling = self.cooled = None
         self.message = "This run was reset and discarded."
         self.forget()
 
@@ -287,6 +320,92 @@ class LiveRun:
             self._frozen = (version, FrozenModel(still_copy(self.trainer.model), self.trainer.step))
         return self._frozen[1]
 
+    # -- the cool-down when it stops ----------------------------------------------------------------------------
+
+    @property
+    def cools_down(self) -> bool:
+        """Whether a cool-down is due or under way: the run stopped (paused or finished) with ``cool_down`` on, and
+        no copy of its weights as they are is cooled yet."""
+        if not self.settings.cool_down or self.discarded or self.step == 0:
+            return False
+        if self.status not in (Status.PAUSED, Status.FINISHED):
+            return False
+        origin = _weights_version(self.trainer.model)
+        return origin != self._cool_failed and (self.cooled is None or self.cooled.origin != origin)
+
+    def cooled_copy(self) -> CooledCopy | None:
+        """The cooled copy of the run's weights as they are, while the run stands still; None otherwise."""
+        cooled = self.cooled
+        if cooled is None or self.is_active or cooled.origin != _weights_version(self.trainer.model):
+            return None
+        return cooled
+
+    def reader_model(self) -> FrozenModel:
+        """What a reader of this run takes: the cooled copy while the run stands still and one is ready, else the
+        run's own weights (``frozen_model``)."""
+        cooled = self.cooled_copy()
+        return FrozenModel(cooled.model, cooled.step) if cooled is not None else self.frozen_model()
+
+    def cool_down_progress(self) -> tuple[int, int] | None:
+        """(steps done, steps) of the cool-down under way for the weights as they are; None when none is."""
+        cooling = self.cooling
+        if cooling is None or self._cooling_origin != _weights_version(self.trainer.model):
+            return None
+        return cooling.steps - cooling.steps_left, cooling.steps
+
+    @_locked
+    def cool(self, slots: TrainingSlots, owner: Hashable, max_seconds: float) -> None:
+        """One chunk of the cool-down that is due (``cools_down``), in a training slot held until it is done."""
+        if not self.cools_down:
+            return
+        if not slots.acquire(owner):
+            place = slots.queue_position(owner)
+            self.message = (f"Stopped at step {self.step:,}. Waiting for a free training slot to cool a copy down"
+                            + (f" (number {place} in the queue)." if place else "."))
+            return
+        origin = _weights_version(self.trainer.model)
+        if self.cooling is None or self._cooling_origin != origin:
+            self.cooling, self._cooling_origin = CoolingTrainer(self.trainer, cool_down_steps(self.trainer)), origin
+            seconds = cool_down_seconds(self.trainer.seconds)
+            self.message = (f"Stopped at step {self.step:,}. Cooling a copy down: its learning rate falls from "
+                            f"{self.cooling.start_lr:g} to 0 over {self.cooling.steps:,} steps (about "
+                            f"{max(1, round(seconds))} s); samples then come from it. Start goes on training the run "
+                            "from its own weights.")
+        cooling = self.cooling
+        cooling.cool(max_seconds)
+        if cooling.halt is not None:
+            self.cooling, self._cool_failed = None, origin
+            self.message = (f"Stopped at step {self.step:,}. The cool-down of a copy stopped by itself "
+                            f"({cooling.halt.reason}), so samples come from the run's own weights.")
+            slots.release(owner)
+        elif cooling.done:
+            self.cooled = self._cooled(cooling, origin)
+            self.cooling = None
+            self.message = (f"Stopped at step {self.step:,}, and a copy cooled down over {cooling.steps:,} steps: "
+                            "samples come from the cooled copy. Start goes on training the run from its own weights.")
+            slots.release(owner)
+
+    def cool_unless_busy(self, slots: TrainingSlots, owner: Hashable, max_seconds: float) -> None:
+        """``cool``, or nothing when another thread holds the run right now (its chunk counts)."""
+        if self.lock.acquire(blocking=False):
+            try:
+                self.cool(slots, owner, max_seconds)
+            finally:
+                self.lock.release()
+
+    def _cooled(self, branch: CoolingTrainer, origin: tuple) -> CooledCopy:
+        """The finished branch, scored and sampled as the run's own samples are, beside the run's own weights."""
+        settings, ids = self.settings, self.trainer.val_ids[: self.settings.eval_chars + 1]
+        with torch.random.fork_rng(devices=[]):  # the run's weights are read, never trained: no RNG of its moves
+            run_val, _ = sequence_loss(self.trainer.model, ids)
+        val = branch.evaluate(max_chars=settings.eval_chars).val_loss
+        prime = self.sample_prime
+        text = generate(branch.model, branch.vocab, prime, settings.sample_length, settings.temperature,
+                        seed=branch.config.seed)
+        return CooledCopy(still_copy(branch.model), branch, branch.from_step, branch.steps, branch.start_lr,
+                          branch.seconds - self.trainer.seconds, val, run_val,
+                          SampleRecord(branch.step, val, prime + text, prime), origin)
+
     def progress(self) -> Progress:
         trainer = self.trainer
         chars_per_s = trainer.chars_per_second
@@ -306,6 +425,7 @@ class LiveRun:
         if self.status == Status.LOST and self.remote is not None:
             self.remote.restore(self)
         self.notice = None
+        self.cooling = None  # a cool-down under way is of weights that are about to change
         if self.step >= self.settings.step_budget:
             self._finish()
             return

@@ -44,6 +44,7 @@ class Preset:
     minutes: float  # wall-time budget it was tuned for
     note: str  # one line on what to expect
     steps: int | None = None  # the live page's step budget; None: its schedule's length, or its minutes' worth
+    cool_down: bool = False  # the live page cools a copy down when the run stops (rnnviz.charlm.cooldown)
 
 
 # In menu order: the recurrent kinds of torch, the Transformers, the minGRU.
@@ -69,6 +70,7 @@ ALL_PRESETS: dict[str, Preset] = {
             10.0,
             ANYTIME_NOTE,
             steps=ANYTIME_STEPS,
+            cool_down=True,
         ),
         Preset(
             SHAKESPEARE_3_MIN,

@@ -440,7 +440,7 @@ class Trainer:
                     break
                 if self.step % SNAPSHOT_EVERY == 0:
                     self._take_snapshot()
-                lr = config.lr_at(self.step)
+                lr = self.lr_at(self.step)
                 for group in optimizer.param_groups:
                     group["lr"] = lr
                 optimizer.zero_grad(set_to_none=True)
@@ -469,13 +469,21 @@ class Trainer:
                 records.append(record)
                 if on_step is not None:
                     on_step(record)
-                if self.width != config.hidden_at(self.step):  # a run that grows, at its grow_at-th step
+                if self.widens_now():  # a run that grows, at its grow_at-th step
                     self.widen()
                     model, optimizer = self.model, self.optimizer
                     params = [p for p in model.parameters()]
                 if deadline is not None and time.perf_counter() >= deadline:
                     break
         return records
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of optimizer step ``step``: the config's schedule (a cool-down branch has its own)."""
+        return self.config.lr_at(step)
+
+    def widens_now(self) -> bool:
+        """Whether the model must widen after the step just taken: a run that grows, at its grow_at-th step."""
+        return self.width != self.config.hidden_at(self.step)
 
     @property
     def width(self) -> int:

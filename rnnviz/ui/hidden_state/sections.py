@@ -125,9 +125,11 @@ def candidates(slot: str) -> list[ModelSource]:
     state = st.session_state
     run = state.get(LIVE_RUN_KEY)
     if run is not None and run.trainer.step > 0 and run.trainer.config.kind in kinds:
-        trainer, frozen = run.trainer, run.frozen_model()
-        found.append(ModelSource("live", f"live-trained on {run.corpus_name}, step {frozen.step:,}", frozen.model,
-                                 trainer.vocab, run.corpus_name, frozen.step, trainer.config.carries_state))
+        trainer, frozen = run.trainer, run.reader_model()
+        cooled = ", a copy cooled down" if frozen.step != trainer.step else ""
+        found.append(ModelSource("live", f"live-trained on {run.corpus_name}, step {frozen.step:,}{cooled}",
+                                 frozen.model, trainer.vocab, run.corpus_name, frozen.step,
+                                 trainer.config.carries_state))
     uploaded = state.get(UPLOADED_KEY)
     if uploaded is not None and uploaded.config.kind in kinds:
         found.append(ModelSource("uploaded", f"uploaded ({uploaded.corpus}, step {uploaded.step:,})",

@@ -124,9 +124,14 @@ def model_sources() -> list[ModelSource]:
     sources = []
     run = st.session_state.get(LIVE_RUN_KEY)
     if run is not None and run.trainer.step > 0:
-        trainer = run.trainer
-        sources.append(ModelSource("live", f"Live-trained ({run.corpus_name}, step {trainer.step})",
-                                   trainer.model, trainer.vocab, run.corpus_name, trainer.step))
+        trainer, cooled = run.trainer, run.cooled_copy()
+        if cooled is not None:  # the run stands still and a copy of it is cooled: readers take the copy
+            sources.append(ModelSource("live", f"Live-trained ({run.corpus_name}, step {cooled.from_step}, cooled "
+                                       f"over {cooled.steps} more)", cooled.model, trainer.vocab, run.corpus_name,
+                                       cooled.step))
+        else:
+            sources.append(ModelSource("live", f"Live-trained ({run.corpus_name}, step {trainer.step})",
+                                       trainer.model, trainer.vocab, run.corpus_name, trainer.step))
     uploaded = st.session_state.get(UPLOADED_KEY)
     if uploaded is not None:
         sources.append(ModelSource("uploaded", f"Uploaded checkpoint ({uploaded.corpus}, step {uploaded.step})",
@@ -205,7 +210,7 @@ def settled(source: ModelSource) -> ModelSource:
     stay in step with each other while the run trains on in another script thread."""
     if source.key != "live":
         return source
-    frozen = st.session_state[LIVE_RUN_KEY].frozen_model()
+    frozen = st.session_state[LIVE_RUN_KEY].reader_model()  # the cooled copy, or a still copy of the run
     return replace(source, model=frozen.model, step=frozen.step)
 
 

@@ -86,7 +86,8 @@ def pending_run(vocab_size: int | None, corpus: Corpus | None = None) -> Pending
              else estimate_chars_per_second(config, vocab, matmul_flops()))
     if problems:
         return PendingRun(None, None, tuple(problems), parameters, speed, shape)
-    settings = LiveSettings(step_budget=int(budget), sample_every=int(state[key("sample_every")]))
+    settings = LiveSettings(step_budget=int(budget), sample_every=int(state[key("sample_every")]),
+                            cool_down=bool(state.get(key("cool_down"), False)))
     return PendingRun(config, settings, (), parameters, speed, shape)
 
 

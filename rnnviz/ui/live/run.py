@@ -86,7 +86,7 @@ def current_run() -> LiveRun | None:
 def run_state(run: LiveRun | None) -> tuple:
     """What the controls and the status line are drawn from: when it changes, a tab redraws them (another tab of
     the same run pressed Start, Pause, Step or Reset)."""
-    return (None,) if run is None else (id(run), run.status, run.step, run.discarded)
+    return (None,) if run is None else (id(run), run.status, run.step, run.discarded, run.cools_down)
 
 
 def _run_elsewhere(token: str) -> LiveRun | None:

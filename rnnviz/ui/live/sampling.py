@@ -101,6 +101,16 @@ def sampled_step(source: ModelSource) -> int:
     return _identity(source)[1]
 
 
+def drawn_from(source: ModelSource, drawn_at: int) -> str:
+    """Which weights of the live run the samples were drawn from, in words: its latest, or its cooled copy."""
+    run = current_run()
+    cooled = run.cooled_copy() if run is not None else None
+    if cooled is not None and drawn_at == cooled.step:
+        return (f"Drawn from the copy cooled down over {cooled.steps:,} steps after step {cooled.from_step:,}; the "
+                f"run itself stays at step {run.step:,}, and Start goes on from there.")
+    return f"Drawn from the weights of step {drawn_at:,}, the run's latest."
+
+
 def _reading(source: ModelSource, compute: Callable[[torch.nn.Module], Any]) -> Callable[[], Any]:
     """``compute(model)`` on the source's model, or for the live run on its still copy (``LiveRun.frozen_model``),
     so that a chunk finishing in another script thread never hands it half-updated weights."""
@@ -276,6 +286,14 @@ def checkpoint_download() -> None:
                        key=key("checkpoint_download"), icon=":material/download:", on_click="ignore",
                        help="Weights, optimizer state and history, as they are when you click; "
                        "rnnviz sample reads it too.")
+    cooled = run.cooled_copy()
+    if cooled is not None:  # a finished branch never changes: no lock needed
+        st.download_button("Download the cooled copy", lambda: checkpoint_bytes(cooled.branch, run.corpus_name),
+                           file_name=f"rnnviz-{run.corpus_name}-step{cooled.from_step}-cooled.pt",
+                           mime="application/octet-stream", key=key("cooled_download"), icon=":material/ac_unit:",
+                           on_click="ignore",
+                           help=f"The copy the samples come from: step {cooled.from_step:,} cooled down over "
+                           f"{cooled.steps:,} more steps. Loaded to train on, it continues at the run's rate.")
 
 
 def checkpoint_upload() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import streamlit as st
 
+from rnnviz.charlm.cooldown import MAX_COOL_SECONDS
 from rnnviz.charlm.corpus import (
     BUILTIN_CORPORA,
     Corpus,
@@ -200,7 +201,7 @@ def preset_values(name: str) -> dict[str, object]:
     preset = LIVE_PRESETS[name]
     budget = preset_budget(preset)
     return {**config_widgets(preset.config), key("source"): SOURCES[0], key("builtin"): preset.corpus,
-            key("budget"): budget, key("sample_every"): sample_every_for(budget)}
+            key("budget"): budget, key("sample_every"): sample_every_for(budget), key("cool_down"): preset.cool_down}
 
 
 def kind_equation(kind: str | None = None) -> str:
@@ -278,7 +279,7 @@ def adopt_run(run: LiveRun) -> None:
     if preset is not None:
         state[key("preset")] = preset
     state.update({**config_widgets(config), key("budget"): run.settings.step_budget,
-                  key("sample_every"): run.settings.sample_every})
+                  key("sample_every"): run.settings.sample_every, key("cool_down"): run.settings.cool_down})
     if run.settings.sample_every not in SAMPLE_EVERY_OPTIONS:
         state[key("sample_every")] = sample_every_for(run.settings.step_budget)
     corpus = run.trainer.corpus
@@ -401,6 +402,11 @@ def schedule_widgets(on_change) -> None:
                          help="Training stops after this many optimizer steps; raise it to train on.")
     cols[1].select_slider("Sample every N steps", SAMPLE_EVERY_OPTIONS, key=key("sample_every"),
                           on_change=on_change, **KEEP)
+    st.toggle("Cool a copy down when the run stops", key=key("cool_down"), on_change=on_change, **KEEP,
+              help=f"On Pause and at the budget's end, a copy of the model trains about a quarter of the run's time "
+                   f"more (at most {MAX_COOL_SECONDS:g} s) with its learning rate falling to 0, which settles its "
+                   "weights; samples then come from that copy. The run itself is not changed: Start goes on from its "
+                   "own weights.")
 
 
 def _with(options: tuple[int, ...], value) -> list[int]:

@@ -54,6 +54,27 @@ def _growth(run: LiveRun) -> str:
     return f"; widened from {config.grow_from} units per layer at step {config.grow_at:,}"
 
 
+def cool_down_panel(run: LiveRun, bits: bool) -> None:
+    """A stopped run's cool-down: its bar while it trains, then the cooled copy's val loss beside the run's own."""
+    under_way = run.cool_down_progress()
+    if under_way is not None and run.cools_down:
+        done, steps = under_way
+        st.progress(done / steps, text=f"Cooling a copy down: step {done:,} of {steps:,}, its learning rate "
+                    f"falling to 0 · the run itself stays at step {run.step:,}")
+        return
+    cooled = run.cooled_copy()
+    if cooled is None:
+        return
+    scale, unit = (1 / np.log(2), "bits/char") if bits else (1.0, "nats/char")
+    st.success(f"**Cooled copy: val loss {cooled.val_loss * scale:.3f}** against {cooled.run_val_loss * scale:.3f} "
+               f"for the run's own weights at step {cooled.from_step:,} ({unit}, on the val split's first "
+               f"{run.settings.eval_chars:,} characters). The copy trained {cooled.steps:,} steps more "
+               f"({_duration(cooled.seconds)}) with its learning rate falling from {cooled.start_lr:g} to 0, which "
+               "settles weights that a steady rate keeps moving. Samples on this page come from it; Start goes on "
+               "training the run from its own weights, and the next stop cools a new copy.",
+               icon=":material/ac_unit:")
+
+
 def status_line(run: LiveRun) -> None:
     """The run's status in words: a halt, a wait or the end as a box (a halt also links to the page on
     exploding gradients); training and pauses as one quiet line, with what the run is."""
@@ -217,8 +238,9 @@ def latest_sample(run: LiveRun, bits: bool) -> None:
     if not run.samples:
         st.caption("The first sample is drawn when training starts.")
         return
-    record = run.samples[-1]
-    st.markdown(f"Latest sample · {_sample_label(record, bits)}")
+    cooled = run.cooled_copy()
+    record = cooled.sample if cooled is not None else run.samples[-1]
+    st.markdown(f"{'Cooled copy' if cooled is not None else 'Latest sample'} · {_sample_label(record, bits)}")
     primed = f" after the prime “{literal(record.prime)}”" if record.prime else ""
     if run.holds_out:
         st.code(record.text, language=None, wrap_lines=True)
@@ -261,6 +283,7 @@ def watch_panel(run: LiveRun) -> None:
     in_bits = bits()
     status_line(run)
     progress_panel(run, in_bits)
+    cool_down_panel(run, in_bits)
     curve_col, sample_col = st.columns([3, 2], gap="medium")
     with curve_col:
         loss_curve(run, in_bits)
