@@ -39,12 +39,13 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 
 from bench.common import print_table
 from bench.time_to_loss import DATA, mean_chars_per_second
+from rnnviz.charlm.cooldown import COOL_SHARE, MAX_COOL_SECONDS, CoolingTrainer
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.live import LiveSettings
 from rnnviz.charlm.measured import MARKS_FILE, PresetMarks
@@ -66,7 +67,7 @@ LIVE_EVAL_CHARS = LiveSettings().eval_chars  # what the live page scores: the va
 # schedule and with one fitted to 600 s (the steps the 1 × 448 model took in the 600 s races).
 DROPOUT, LONG_DECAY_STEPS = 0.2, 11_000
 WIDENING = f"AdamW, 1 × {NARROW} widened to 1 × 448 at step {GROW_AT_STEP}"
-COOL_SHARE = 0.2  # warmup–stable–decay: the cool-down's share of the seconds (Hägele et al.: 20% matches a cosine)
+COOL_CAP_S = MAX_COOL_SECONDS  # the live page's: a cool-down on Pause that a class waits for is at most this long
 GOALS = {10: 1.75, 30: 1.55, 150: 1.47, 600: 1.42}  # issue 37's marks for the anytime default
 
 
@@ -172,18 +173,6 @@ class ReadoutDropoutTrainer(Trainer):
             lambda head, args: (torch.nn.functional.dropout(args[0], p, head.training),))
 
 
-@dataclass(frozen=True)
-class CoolDownConfig(TrainConfig):
-    """A run's config whose lr falls linearly from what it was at step ``cool_from`` to 0 over ``cool_steps``."""
-
-    cool_from: int = 0
-    cool_steps: int = 1
-
-    def lr_at(self, step: int) -> float:
-        stable = TrainConfig.lr_at(self, self.cool_from)
-        return stable * max(0.0, 1.0 - (step - self.cool_from) / self.cool_steps)
-
-
 class CoolDownTrainer(Trainer):
     """Warmup–stable–decay (Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond Fixed Training
     Durations") with the cool-down taken when the run is paused: the run trains at its stable lr; to be scored at
@@ -194,9 +183,9 @@ class CoolDownTrainer(Trainer):
 
     KEEP_EVERY = 0.02  # of the clock
 
-    def __init__(self, config, corpus, share: float = 0.2):
+    def __init__(self, config, corpus, share: float = 0.2, cap_s: float | None = None):
         super().__init__(config, corpus)
-        self.share = share
+        self.share, self.cap_s = share, cap_s
         self.kept = [(0.0, self.state_dict())]
         self.cooled: tuple[float, Trainer] | None = None
 
@@ -204,24 +193,28 @@ class CoolDownTrainer(Trainer):
         records = super().run(steps, on_step, max_seconds)
         if self.seconds - self.kept[-1][0] >= max(0.5, self.KEEP_EVERY * self.seconds):
             self.kept.append((self.seconds, self.state_dict()))
-            earliest = (1 - self.share) * self.seconds  # no later mark starts its cool-down before this
+            earliest = self.seconds - self.cool_seconds(self.seconds)  # no later mark cools from before this
             usable = [i for i, (at, _) in enumerate(self.kept) if at <= earliest]
             self.kept = self.kept[usable[-1]:] if usable else self.kept
         return records
 
+    def cool_seconds(self, clock: float) -> float:
+        """The cool-down's seconds for a run scored at ``clock``: its share, at most ``cap_s``."""
+        return min(self.share * clock, self.cap_s) if self.cap_s is not None else self.share * clock
+
     def cooled_copy(self) -> Trainer:
         if self.cooled is not None and self.cooled[0] == self.seconds:
             return self.cooled[1]
-        start = max((k for k in self.kept if k[0] <= (1 - self.share) * self.seconds), key=lambda k: k[0])
-        branch = Trainer(self.config, self.corpus, vocab=self.vocab)
-        branch.load_state_dict(start[1])
+        start = max((k for k in self.kept if k[0] <= self.seconds - self.cool_seconds(self.seconds)),
+                    key=lambda k: k[0])
+        stopped = Trainer(self.config, self.corpus, vocab=self.vocab)
+        stopped.load_state_dict(start[1])
         cool_seconds = self.seconds - start[0]
         steps_per_s = self.chars_per_second / self.chars_per_step if self.chars_per_second else 1.0
-        cool_steps = max(1, round(cool_seconds * steps_per_s))
-        branch.config = CoolDownConfig(**branch.config.to_dict(), cool_from=branch.step, cool_steps=cool_steps)
+        branch = CoolingTrainer(stopped, max(1, round(cool_seconds * steps_per_s)))  # the live page's cool-down
         spent = branch.seconds
-        while branch.step < start[1]["step"] + cool_steps and branch.seconds - spent < cool_seconds:
-            branch.run(cool_steps, max_seconds=cool_seconds - (branch.seconds - spent))
+        while not branch.done and branch.seconds - spent < cool_seconds:
+            branch.cool(max_seconds=cool_seconds - (branch.seconds - spent))
         self.cooled = (self.seconds, branch)
         return branch
 
@@ -267,6 +260,9 @@ def contenders(corpus: Corpus) -> dict[str, Trainer]:
         f"warmup–stable–decay: the anytime preset at its stable lr, scored after a cool-down over the last "
         f"{COOL_SHARE:.0%} of its seconds": CoolDownTrainer(replace(ALL_PRESETS[ANYTIME_PRESET].config,
                                                                       lr_decay_steps=0), corpus, COOL_SHARE),
+        f"warmup–stable–decay: the anytime preset at its stable lr, scored after a cool-down over the last "
+        f"{COOL_SHARE:.0%} of its seconds, at most {COOL_CAP_S:g} s": CoolDownTrainer(
+            replace(ALL_PRESETS[ANYTIME_PRESET].config, lr_decay_steps=0), corpus, COOL_SHARE, COOL_CAP_S),
         # a widening that is a preset's run races once, under the preset's name
         **{name: Trainer(config, corpus) for name, config in widenings.items() if config not in
            [p.config for p in ALL_PRESETS.values()]},
