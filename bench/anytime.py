@@ -20,9 +20,11 @@ schedule or width:
   changing what it computes, AdamW from there (the engine's TrainConfig.grow_from, Trainer.widen; the anytime
   preset, "Shakespeare (stop any time)", is one of these, and races under its preset name);
 - warmup–stable–decay with the cool-down on Pause (CoolDownTrainer): the anytime preset at its stable lr, scored
-  with a copy cooled down over the last 20% of its seconds (taken from the copy it kept then, so the scored model
-  has had the same seconds of training as every other);
-- and every other preset that the live page offers on Tiny Shakespeare ("preset: NAME"), as it is.
+  with a copy cooled down (the engine's CoolingTrainer, as the live page cools on Pause) over the last 20% of its
+  seconds, or of at most 30 s as on the live page, taken from the copy it kept then, so that the scored model has
+  had the same seconds of training as every other;
+- and every other preset that the live page offers on Tiny Shakespeare ("preset: NAME"), as the page runs it: a
+  preset that cools a copy down when it stops (``Preset.cool_down``) is scored by that copy, cooled as on the page.
 
 No test-time tricks: val loss is rnnviz's Trainer.evaluate, the mean cross-entropy over the last 10% of the text,
 with the weights the run holds (schedule-free: its x). Each contender is also scored as the live page scores a
@@ -243,7 +245,7 @@ def contenders(corpus: Corpus) -> dict[str, Trainer]:
     widenings = {WIDENING: widening(WIDE_DECAY_STEPS, GROW_AT_STEP),
                  f"AdamW, 1 × {NARROW} widened to 1 × 448 at step {LATE_GROW_AT_STEP:,}":
                      widening(LATE_WIDE_DECAY_STEPS, LATE_GROW_AT_STEP)}
-    presets = {f"{PRESET_PREFIX}{name}": p.config for name, p in ALL_PRESETS.items()
+    presets = {f"{PRESET_PREFIX}{name}": p for name, p in ALL_PRESETS.items()
                if name in live_shakespeare_presets() and name != SHAKESPEARE_3_MIN}
     return {
         f"{SHAKESPEARE_3_MIN} (AdamW, weight decay {preset.weight_decay:g} on matrices, cosine over "
@@ -266,7 +268,9 @@ def contenders(corpus: Corpus) -> dict[str, Trainer]:
         # a widening that is a preset's run races once, under the preset's name
         **{name: Trainer(config, corpus) for name, config in widenings.items() if config not in
            [p.config for p in ALL_PRESETS.values()]},
-        **{name: Trainer(config, corpus) for name, config in presets.items()},
+        # a preset that cools a copy down when the run stops races as the live page runs it: scored by that copy
+        **{name: CoolDownTrainer(p.config, corpus, COOL_SHARE, COOL_CAP_S) if p.cool_down else Trainer(p.config, corpus)
+           for name, p in presets.items()},
     }
 
 
