@@ -60,8 +60,9 @@ MARKS = (10, 30, 60, 90, 150, 300, 600)
 LR = 5e-3
 # Widening: a 1 × 256 LSTM (the quick demo's width and lr) for its first 500 (or 1,000) steps, about 11 (22) s
 # with bfloat16, then the preset's 1 × 448 with AdamW, its cosine stretched over the steps that fit in 150 s. The
-# widening at 1,000 won the 600 s race of 2026-12-05 at 10-90 s and became the anytime preset, so it races as
-# "preset: Shakespeare (stop any time)"; the one at 500 stays a bench contender.
+# widening at 1,000 won the 600 s race of 2026-12-05 at 10-90 s and became the anytime preset; that preset now
+# trains at a steady lr and is cooled on Pause (warmup–stable–decay won the next races), and this cosine run races
+# as its predecessor. The one at 500 stays a bench contender.
 NARROW, NARROW_LR, GROW_AT_STEP, WIDE_DECAY_STEPS = 256, 1e-2, 500, 3100
 LATE_GROW_AT_STEP, LATE_WIDE_DECAY_STEPS = 1000, 3400
 LIVE_EVAL_CHARS = LiveSettings().eval_chars  # what the live page scores: the val split's first 10,000 characters

@@ -213,3 +213,12 @@ def test_the_cooled_copy_s_checkpoint_is_the_copy():
     loaded = load_checkpoint(checkpoint_bytes(cooled.branch, run.corpus_name))
     assert loaded.step == cooled.step and loaded.config == run.trainer.config
     assert same_tensors(loaded.model.state_dict(), cooled.model.state_dict())
+
+
+def test_turning_the_cool_down_off_midway_drops_it_and_the_run_reads_as_itself():
+    run, slots = live(), TrainingSlots(1)
+    run.step_once(slots, "me", 0.2)
+    run.cool(slots, "me", 0.0)
+    run.update_settings(replace(run.settings, cool_down=False))
+    assert not run.cools_down and run.cooling is None and run.cool_down_progress() is None
+    assert run.reader_model().step == run.step

@@ -456,6 +456,8 @@ class LiveRun:
     def update_settings(self, settings: LiveSettings) -> None:
         """New budget or schedule; a finished run with a larger budget can be started again."""
         self.settings = settings
+        if not settings.cool_down:
+            self.cooling = None
         if self.remote is not None:
             self.remote.update_settings(settings)
         if self.status == Status.FINISHED and self.step < settings.step_budget:

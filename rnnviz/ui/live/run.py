@@ -244,6 +244,8 @@ def on_budget_change() -> None:
     pending = pending_run(run.trainer.vocab.size if run else None)
     if run is not None and pending.settings is not None:
         run.update_settings(pending.settings)
+        if not run.is_active and not run.cools_down:  # a cool-down turned off midway gives its slot back
+            training_slots().release(owner())
 
 
 def run_pending_download() -> None:
