@@ -176,7 +176,7 @@ def sampling_section() -> None:
         cols[1].button("Sample the latest weights", key=setup.key("resample"), icon=":material/refresh:",
                        on_click=sampling.resample_live, width="stretch")
     elif source.key == "live":
-        st.caption(sampling.drawn_from(source, drawn_at))
+        st.caption(sampling.drawn_from(drawn_at))
     st.code(text, language=None, wrap_lines=True)
     training = sampling.memorised_text(source)
     if training is not None:

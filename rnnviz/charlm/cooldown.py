@@ -75,10 +75,6 @@ class CoolingTrainer(Trainer):
     def done(self) -> bool:
         return self.steps_left == 0
 
-    @property
-    def fraction(self) -> float:
-        return 1.0 - self.steps_left / self.steps
-
     def cool(self, max_seconds: float | None = None) -> list[StepRecord]:
         """Up to the steps left, or fewer once ``max_seconds`` have passed (at least one)."""
         return self.run(self.steps_left, max_seconds=max_seconds) if self.steps_left else []

@@ -101,7 +101,7 @@ def sampled_step(source: ModelSource) -> int:
     return _identity(source)[1]
 
 
-def drawn_from(source: ModelSource, drawn_at: int) -> str:
+def drawn_from(drawn_at: int) -> str:
     """Which weights of the live run the samples were drawn from, in words: its latest, or its cooled copy."""
     run = current_run()
     cooled = run.cooled_copy() if run is not None else None

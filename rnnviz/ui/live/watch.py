@@ -212,8 +212,9 @@ def presets_at_the_same_seconds(run: LiveRun, bits: bool) -> None:
                    + ("" if same else f", on the first {run.settings.eval_chars:,} characters")
                    + ". On a busy server, or without bfloat16 arithmetic, a run does less per second."
                    + (" A preset that cools a copy down when it stops is measured by that copy (cooled as here on "
-                      "Pause), so this run's own weights, at their steady rate, read higher than its row until you "
-                      "pause." if run.settings.cool_down else ""))
+                      "Pause), so this run's own weights, at their steady rate, read higher than its row; the box "
+                      "above the curve gives the cooled copy's figure once you pause." if run.settings.cool_down
+                      else ""))
 
 
 def grad_curve(run: LiveRun, bits: bool) -> None:
