@@ -19,10 +19,9 @@ QUICK_STEPS = 1250  # the quick demo's steps in 30 s with bfloat16: its cosine e
 BABY_GPT_MINUTES = 3.0  # wall-time budget for the CLI; the baby GPT's schedule itself ends at step 2,000
 
 ANYTIME_GROW_AT = 1000  # 1 × 256 steps before the widening: about 22 s with bfloat16
-ANYTIME_NOTE = ("Good text whenever you stop it: quick first words from a 1 × 256 LSTM that widens to 1 × 448 after "
-                "about 22 s and keeps improving for 10 minutes at a steady learning rate; when you pause, a copy cools "
-                "down (at most 30 s) and the samples come from it (val ≈ 1.64 nats/char at 10 s, 1.56 at 30 s, 1.49 at "
-                "150 s, 1.44 at 10 min on 2 cores with bfloat16).")
+ANYTIME_NOTE = ("Good text whenever you stop it: quick first words from a 1 × 256 LSTM, widened to 1 × 448 after about "
+                "22 s; on Pause a copy cools down for the samples (val ≈ 1.64 nats/char at 10 s, 1.56 at 30 s, 1.49 at "
+                "150 s, 1.44 at 10 min).")
 ANYTIME_STEPS = 11_000  # B 32 × T 64 steps of the anytime preset in about 10 minutes on 2 cores with bfloat16
 ANYTIME_PRESET = "Shakespeare (stop any time)"
 SHAKESPEARE_3_MIN = "Shakespeare (3 min)"  # the 1 × 448 tuned for 150 s: the race page's LSTM, nanoGPT's rival
