@@ -65,7 +65,8 @@ with st.expander("Settings: preset, corpus, model and training", expanded=True, 
     speed_col.metric("Estimated speed", f"≈ {pending.chars_per_s:,.0f} chars/s" if pending.chars_per_s else "—",
                      help=live_pending.speed_help(pending))
     with script_col:
-        sampling.script_download(pending.config, corpus.vocab if corpus and not pending_download else None)
+        sampling.script_download(pending.config, corpus.vocab if corpus and not pending_download else None,
+                                 cool_down=pending.settings is not None and pending.settings.cool_down)
 
 # --- Controls and the run ----------------------------------------------------------------------------------------
 

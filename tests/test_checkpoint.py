@@ -191,3 +191,38 @@ def test_exported_script_trains_in_a_subprocess(trained, tmp_path):
     model.load_state_dict(weights, strict=True)  # the same architecture, parameter for parameter
     changed = any(not torch.equal(weights[k], v) for k, v in trainer.model.state_dict().items())
     assert changed  # it trained from the checkpoint's weights
+
+
+def _script_module(config: TrainConfig, vocab, **options) -> dict:
+    """The exported script's definitions (its main() is not run)."""
+    namespace = {"__name__": "exported"}
+    exec(compile(export_script(config, vocab, **options), "train_char_rnn.py", "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+def test_the_exported_script_uses_the_runs_optimizer_adamw_with_its_weight_decay_groups(corpus):
+    from rnnviz.charlm.train import make_optimizer
+
+    config = TrainConfig(hidden=16, embed_dim=8, optimizer="adamw", lr=5e-3, weight_decay=0.1)
+    script = _script_module(config, corpus.vocab)
+    model = script["CharModel"]()
+    exported = script["make_optimizer"](model.parameters())
+    engine = make_optimizer("adamw", CharModel(config.model_config(corpus.vocab.size)).parameters(), config.lr,
+                            config.weight_decay)
+    assert type(exported) is type(engine) is torch.optim.AdamW
+    shape = [(len(g["params"]), g["weight_decay"], g["betas"], g["lr"]) for g in exported.param_groups]
+    assert shape == [(len(g["params"]), g["weight_decay"], g["betas"], g["lr"]) for g in engine.param_groups]
+
+
+def test_the_exported_script_follows_the_runs_schedule_and_cools_down_at_its_end_when_the_run_would(corpus):
+    cosine = TrainConfig(hidden=16, embed_dim=8, lr=1e-2, lr_decay_steps=100, warmup_steps=10)
+    lr_at = _script_module(cosine, corpus.vocab)["lr_at"]
+    assert [lr_at(s, 1000) for s in (0, 9, 10, 55, 100, 500)] == pytest.approx(
+        [cosine.lr_at(s) for s in (0, 9, 10, 55, 100, 500)])
+    steady = TrainConfig(hidden=16, embed_dim=8, lr=1e-2)  # the anytime preset's kind of schedule: no decay
+    assert _script_module(steady, corpus.vocab)["lr_at"](999, 1000) == 1e-2  # without the cool-down: steady
+    lr_at = _script_module(steady, corpus.vocab, cool_down=True)["lr_at"]
+    # --steps 1000: steady for 800 steps, then 1e-2 · (1000 − step)/200 down to 1e-2/200 at the last step
+    assert [lr_at(s, 1000) for s in (0, 799, 800, 900, 999)] == pytest.approx([1e-2, 1e-2, 1e-2, 5e-3, 5e-5])
+    # a run with its own decay keeps it: the cool-down is for a steady rate only
+    assert _script_module(cosine, corpus.vocab, cool_down=True)["lr_at"](500, 1000) == pytest.approx(cosine.lr_at(500))

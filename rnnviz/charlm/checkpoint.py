@@ -31,6 +31,7 @@ from typing import BinaryIO
 
 import torch
 
+from rnnviz.charlm.cooldown import COOL_SHARE
 from rnnviz.charlm.corpus import CorpusError, Vocab
 from rnnviz.charlm.train import EvalRecord, StepRecord, TrainConfig, Trainer
 from rnnviz.core.charmodel import CharModel, build_model
@@ -247,12 +248,15 @@ def _to_cpu_inplace(value):
 # Standalone script
 
 
-def export_script(config: TrainConfig, vocab: Vocab, path: str | Path | None = None) -> str:
+def export_script(config: TrainConfig, vocab: Vocab, path: str | Path | None = None, cool_down: bool = False) -> str:
     """Source of a standalone .py (torch only) that rebuilds this model and trains it on a text file.
 
     Its module names match CharModel's (embed, rnn, head), so it can start from a checkpoint's weights
     (``--init m.pt``) and its saved weights load back into rnnviz. Written to ``path`` when given.
-    Recurrent models only: a Transformer is a ValueError that says so.
+    Recurrent models only: a Transformer is a ValueError that says so. The script trains the model at the config's
+    final width (a run that grows widens in rnnviz only). With ``cool_down`` (a live run that cools a copy down when it
+    stops) and no decay of its own, the script knows its ``--steps`` and takes warmup–stable–decay's cool-down at the
+    end: its learning rate falls linearly to 0 over the last COOL_SHARE of the steps.
     """
     if config.kind == "transformer":
         raise ValueError("Exporting a standalone script covers RNN, LSTM and GRU models; a Transformer cannot be "
@@ -275,6 +279,9 @@ def export_script(config: TrainConfig, vocab: Vocab, path: str | Path | None = N
         lr=config.lr,
         lr_decay_steps=config.lr_decay_steps,
         lr_floor=config.lr_floor,
+        warmup_steps=config.warmup_steps,
+        weight_decay=config.weight_decay,
+        cool_share=COOL_SHARE if cool_down and config.lr_decay_steps <= 0 else 0.0,
         batch=config.batch,
         seq_len=config.seq_len,
         clip=repr(config.clip),
@@ -310,6 +317,8 @@ EMBEDDING, EMBED_DIM = {embedding}, {embed_dim}
 DROPOUT = {dropout}
 FORGET_BIAS = {forget_bias}
 OPTIMIZER, LR, LR_DECAY_STEPS, LR_FLOOR = {optimizer}, {lr!r}, {lr_decay_steps}, {lr_floor!r}
+WARMUP_STEPS, WEIGHT_DECAY = {warmup_steps}, {weight_decay!r}
+COOL_SHARE = {cool_share!r}  # > 0: the lr falls linearly to 0 over this share of the last --steps
 BATCH, SEQ_LEN, CLIP, SEED = {batch}, {seq_len}, {clip}, {seed}
 
 
@@ -336,19 +345,33 @@ class CharModel(nn.Module):
 
 
 def make_optimizer(params):
+    params = list(params)
+    if OPTIMIZER == "adamw":  # decoupled weight decay on matrices and embeddings, none on biases
+        groups = [{{"params": [p for p in params if p.dim() >= 2], "weight_decay": WEIGHT_DECAY}},
+                  {{"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}}]
+        return torch.optim.AdamW([g for g in groups if g["params"]], lr=LR, betas=(0.9, 0.99))
     if OPTIMIZER == "adam":
         return torch.optim.Adam(params, lr=LR)
     if OPTIMIZER == "rmsprop":
         return torch.optim.RMSprop(params, lr=LR)
     if OPTIMIZER == "sgd":
         return torch.optim.SGD(params, lr=LR, momentum=0.9)
-    return torch.optim.Adagrad(params, lr=LR)
+    if OPTIMIZER == "adagrad":
+        return torch.optim.Adagrad(params, lr=LR)
+    raise ValueError(f"unknown optimizer {{OPTIMIZER!r}}")
 
 
-def lr_at(step):
+def lr_at(step, steps):
+    """The learning rate of step ``step`` (0-based) of ``steps``: a linear warm-up, then a cosine to LR * LR_FLOOR
+    at LR_DECAY_STEPS, or, with COOL_SHARE, a steady LR that falls linearly to 0 over the last steps."""
+    if step < WARMUP_STEPS:
+        return LR * (step + 1) / (WARMUP_STEPS + 1)
+    if COOL_SHARE > 0:
+        cool_steps = max(1, round(COOL_SHARE * steps))
+        return LR * min(1.0, (steps - step) / cool_steps)
     if LR_DECAY_STEPS <= 0:
         return LR
-    progress = min(step, LR_DECAY_STEPS) / LR_DECAY_STEPS
+    progress = min(step - WARMUP_STEPS, LR_DECAY_STEPS - WARMUP_STEPS) / (LR_DECAY_STEPS - WARMUP_STEPS)
     return LR * (LR_FLOOR + (1 - LR_FLOOR) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
@@ -387,7 +410,7 @@ def main():
         y = targets[:, k * seq_len : (k + 1) * seq_len]
         loss, state = model(x, y, state)
         for group in optimizer.param_groups:
-            group["lr"] = lr_at(step)
+            group["lr"] = lr_at(step, args.steps)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if CLIP is not None:

@@ -318,14 +318,15 @@ def checkpoint_upload() -> None:
                    "inspect it in the Hidden-cell explorer.", icon=":material/check_circle:")
 
 
-def script_download(config: TrainConfig | None, vocab) -> None:
-    """The standalone PyTorch script of a config and vocabulary."""
+def script_download(config: TrainConfig | None, vocab, cool_down: bool = False) -> None:
+    """The standalone PyTorch script of a config and vocabulary (with the cool-down at its end when the run would
+    cool a copy down when it stops)."""
     if config is None or vocab is None:
         st.button("Export as PyTorch script", key=key("no_script"), icon=":material/code:", disabled=True,
                   help="Choose valid settings and a corpus first.")
         return
     try:
-        script = export_script(config, vocab)
+        script = export_script(config, vocab, cool_down=cool_down)
     except ValueError as err:  # a kind the exporter does not cover (a Transformer): say so on the button
         st.button("Export as PyTorch script", key=key("no_script"), icon=":material/code:", disabled=True,
                   help=str(err))
