@@ -246,17 +246,21 @@ def pytest_collection_modifyitems(items):
 
 
 def _starts_servers(nodeid: str) -> bool:
-    """A test of tests/e2e or tests/load (a browser and an app server) or of the Ray group: seconds each, where a
-    test of the engine or an AppTest page takes a fraction of one."""
+    """A test of tests/e2e or tests/load (a browser and an app server) or of the Ray group."""
     path = nodeid.split("::", 1)[0]
     return path.startswith(("tests/e2e/", "tests/load/")) or path.rsplit("/", 1)[-1] in GROUPS
 
 
+# Such a test costs about 11 times the CPU of an engine or AppTest test (2026-12-06: ~4.4 CPU-s against ~0.4).
+SERVER_TEST_WEIGHT = 11
+
+
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``: each module's tests on one worker, and the modules of a group (``GROUPS``)
-    on the same one. The units that start servers go out first, the quick ones after them: a worker that runs out
-    of work then waits for the other only as long as a unit test takes. (xdist's own order, by the number of
-    tests, left a one-test module of a minute to run alone at the end: 67 s of one worker idle in a run.)"""
+    on the same one, the units going out longest first by their estimated cost (``SERVER_TEST_WEIGHT``), so that
+    the small ones even out the end. xdist's own order, by the number of tests, sent a one-test module of a minute
+    (the soak test) last, and one worker ran it alone for 67 s at the end of a run. The estimate keeps the quick
+    modules mixed in among the browser modules, whose waits on a server leave CPU for them."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -268,21 +272,21 @@ def pytest_xdist_make_scheduler(config, log):
 
         def schedule(self) -> None:
             if self.collection is None and self.collection_is_completed:
-                self._order_work_by_weight()
+                self._order_work_by_cost()
             super().schedule()
 
-        def _order_work_by_weight(self) -> None:
-            """The work queue in the order units go out, heaviest first; schedule() then fills in the same keys, and
-            an OrderedDict keeps a key where it first came."""
+        def _order_work_by_cost(self) -> None:
+            """The work queue in the order units go out; schedule() then fills in the same keys, and an
+            OrderedDict keeps a key where it first came."""
             collection = list(next(iter(self.registered_collections.values())))
             units: dict[str, list[str]] = {}
             for nodeid in collection:
                 units.setdefault(self._split_scope(nodeid), []).append(nodeid)
 
-            def weight(unit: list[str]) -> tuple[int, int]:
-                return sum(map(_starts_servers, unit)), len(unit)
+            def cost(unit: list[str]) -> int:
+                return len(unit) + (SERVER_TEST_WEIGHT - 1) * sum(map(_starts_servers, unit))
 
-            for scope, nodeids in sorted(units.items(), key=lambda item: weight(item[1]), reverse=True):
+            for scope, nodeids in sorted(units.items(), key=lambda item: cost(item[1]), reverse=True):
                 self.workqueue[scope] = dict.fromkeys(nodeids, False)
 
     return GroupScheduling(config, log)

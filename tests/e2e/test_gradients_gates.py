@@ -3,7 +3,7 @@
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.harness import open_app_page, screenshot_whole_page, wait_idle
+from tests.e2e.harness import open_app_page, screenshot_whole_page, wait_idle, wait_settled
 
 # The first visit to the gates page loads the shipped models and traces held-out prose.
 FIRST_LOAD_MS = 90_000
@@ -126,6 +126,10 @@ def test_an_instant_chart_follows_its_slider_in_the_browser_before_the_server_ru
     run that the move asks for has started; the numbers under it are the engine's at the new stop."""
     open_app_page(page, base_url, f"gradient-decay?section={section}")
     page.locator(".instant-chart[data-shown]").wait_for()  # the component's code loads after the run
+    # The watcher holds the chart's element and the slider is focused by its element: on a loaded machine the run's
+    # last elements land after the "notRunning" mark, and a chart or slider drawn again then leaves the watcher on a
+    # detached one or the key press on nothing (a CI run timed out waiting for the redraw so, once).
+    wait_settled(page)
     page.evaluate(WATCH_REDRAW)
     thumb = page.locator("[data-testid='stSlider']").filter(has_text=slider).get_by_role("slider")
     thumb.focus()
