@@ -95,8 +95,9 @@ def _seed_torch():
 def _free_training_slots():
     """Each test starts with the free training slots of a fresh server. The AppTest pages of one process share the
     server's slots (a cached resource), and a run that a test left training, or cooling a copy down after its
-    Pause, holds its slot for the lease's 20 s once its AppTest is gone: two such runs queued the next test's
-    training behind them (a cool-down test failed so in a loaded run of make check)."""
+    Pause, holds its slot for the lease's 20 s once its AppTest is gone (seen: a slot still held after most tests of
+    test_live_training_page.py). Two such runs would queue the next test's training or cool-down behind them, which
+    would explain the one failure of the cool-down test in a loaded run of make check."""
     yield
     from rnnviz.ui.app.server import training_slots
 
@@ -259,8 +260,8 @@ def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``: each module's tests on one worker, and the modules of a group (``GROUPS``)
     on the same one, the units going out longest first by their estimated cost (``SERVER_TEST_WEIGHT``), so that
     the small ones even out the end. xdist's own order, by the number of tests, sent a one-test module of a minute
-    (the soak test) last, and one worker ran it alone for 67 s at the end of a run. The estimate keeps the quick
-    modules mixed in among the browser modules, whose waits on a server leave CPU for them."""
+    (the soak test) last, and one worker ran it alone for 67 s at the end of a run; in order of cost, the two ended
+    within 4 s of each other (two fresh-clone runs, 2026-12-06)."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
