@@ -39,16 +39,17 @@ $(BIN)/python:
 # pip compiles what it installs one file at a time (35 of the 87 s a fresh install took); compileall on both cores
 # writes the same .pyc files in 7 s. Like pip, it passes over files this Python cannot compile (torch ships test
 # helpers in Python 3.12 syntax), hence the ignored status; anything it could not compile is compiled on import.
-COMPILE := $(BIN)/python -m compileall -q -j 0
+COMPILE_PACKAGES = $(BIN)/python -m compileall -q -j 0 \
+	$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') > /dev/null || true
 $(RUNTIME_STAMP): requirements.txt constraints.txt pyproject.toml | $(BIN)/python
 	$(PIP) install --no-compile -r requirements.txt -c constraints.txt
 	$(PIP) install --no-compile --no-deps --no-build-isolation -e .
-	$(COMPILE) $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') > /dev/null || true
+	$(COMPILE_PACKAGES)
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt requirements-ray.txt
 	$(PIP) install --no-compile -r requirements-dev.txt -c constraints.txt
-	$(COMPILE) $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') > /dev/null || true
+	$(COMPILE_PACKAGES)
 	touch $@
 
 ## Debian's Chromium drives the browser tests; install it when missing and we may (root).

@@ -261,7 +261,7 @@ def pytest_xdist_make_scheduler(config, log):
     on the same one, the units going out longest first by their estimated cost (``SERVER_TEST_WEIGHT``), so that
     the small ones even out the end. xdist's own order, by the number of tests, sent a one-test module of a minute
     (the soak test) last, and one worker ran it alone for 67 s at the end of a run; in order of cost, the two ended
-    within 4 s of each other (two fresh-clone runs, 2026-12-06)."""
+    within 2 s of each other (a fresh-clone run, 2026-12-06)."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
