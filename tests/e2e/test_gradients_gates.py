@@ -1,6 +1,7 @@
 """Gradient decay and LSTM gates in a real browser: each page loads, and a shown number follows a slider."""
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.e2e.harness import open_app_page, screenshot_whole_page, wait_idle, wait_settled
@@ -84,23 +85,39 @@ def test_lstm_gates_answers_the_forget_slider(page, base_url):
     screenshot_whole_page(page, "lstm-gates-cleared")
 
 
-# From the next key press on: the script states the app goes through, and the moment the instant chart shows a new
-# stop, with the states seen before it.
+# From the next key press on: the script states the app goes through, and the moment an instant chart shows a new
+# stop, with the states seen before it. Every instant chart on the page is watched, also one drawn anew after this
+# ran (a chart's element, or the component's whole shadow root, may be replaced by a late rerun on a loaded machine:
+# a watcher that held the first chart's element timed out in two CI runs with the page at the new stop).
 WATCH_REDRAW = """() => {
     const app = document.querySelector("[data-testid='stApp']");
-    const host = [...document.querySelectorAll('.stBidiComponent *')]
-        .find(h => h.shadowRoot && h.shadowRoot.querySelector('.instant-chart'));
-    const chart = host.shadowRoot.querySelector('.instant-chart');
-    const seen = window.__redraw = {pressed: false, states: [], redrawn: null, statesBefore: null};
+    const seen = window.__redraw = {pressed: false, states: [], redrawn: null, statesBefore: null, charts: 0};
     document.addEventListener('keydown', () => { seen.pressed = true; }, {capture: true, once: true});
     new MutationObserver(() => { if (seen.pressed) seen.states.push(app.getAttribute('data-test-script-state')); })
         .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
-    new MutationObserver(() => {
+    const shown = (mutations) => {
         if (!seen.pressed || seen.redrawn !== null) return;
-        seen.redrawn = chart.dataset.shown;
+        seen.redrawn = mutations[mutations.length - 1].target.dataset.shown;
         seen.statesBefore = [...seen.states];
-    }).observe(chart, {attributes: true, attributeFilter: ['data-shown']});
+    };
+    const watched = new WeakSet();
+    const watchCharts = () => document.querySelectorAll('.stBidiComponent *').forEach(host => {
+        const chart = host.shadowRoot && host.shadowRoot.querySelector('.instant-chart');
+        if (!chart || watched.has(chart)) return;
+        watched.add(chart);
+        seen.charts += 1;
+        new MutationObserver(shown).observe(chart, {attributes: true, attributeFilter: ['data-shown']});
+    });
+    watchCharts();
+    // A chart is drawn inside its shadow root after its host lands: look again on every change of the page.
+    new MutationObserver(watchCharts).observe(document.body, {childList: true, subtree: true});
 }"""
+
+# What the page shows now, for the message of a test that waited in vain: the watcher's record, and every instant
+# chart's stop.
+SHOWN_NOW = """() => ({watcher: window.__redraw, shown: [...document.querySelectorAll('.stBidiComponent *')]
+    .filter(h => h.shadowRoot && h.shadowRoot.querySelector('.instant-chart'))
+    .map(h => h.shadowRoot.querySelector('.instant-chart').dataset.shown)})"""
 
 
 def _engine_numbers(section: str) -> dict[str, str]:
@@ -134,7 +151,11 @@ def test_an_instant_chart_follows_its_slider_in_the_browser_before_the_server_ru
     thumb = page.locator("[data-testid='stSlider']").filter(has_text=slider).get_by_role("slider")
     thumb.focus()
     thumb.press(key)
-    page.wait_for_function("() => window.__redraw.redrawn !== null && window.__redraw.states.includes('notRunning')")
+    try:
+        page.wait_for_function(
+            "() => window.__redraw.redrawn !== null && window.__redraw.states.includes('notRunning')")
+    except PlaywrightTimeout:
+        raise AssertionError(f"no redraw seen after the key press: {page.evaluate(SHOWN_NOW)}") from None
     wait_idle(page)
     seen = page.evaluate("() => window.__redraw")
     assert seen["redrawn"] == stop
