@@ -67,16 +67,3 @@ def shown_numbers(at: AppTest) -> dict[str, str]:
     for chart in at.get("bidi_component"):
         shown.update(_numbers_at_value(json.loads(chart.proto.json)))
     return shown
-
-
-def sample_history(at: AppTest) -> list[tuple[str, str]]:
-    """The live page's "Samples along the way" as the browser gets it (one st.html): (label, text) of each sample,
-    in the order shown, with the markup taken off the label and the text unescaped."""
-    import html
-    import re
-
-    bodies = [h.proto.body for h in at.get("html") if 'class="rnnviz-sample"' in h.proto.body]
-    assert len(bodies) <= 1, "one element holds the whole history"
-    pairs = re.findall(r'<p[^>]*>(.*?)</p><pre class="rnnviz-sample"[^>]*>(.*?)</pre>', bodies[0] if bodies else "",
-                       flags=re.S)
-    return [(html.unescape(re.sub(r"<[^>]+>", "", label)), html.unescape(text)) for label, text in pairs]

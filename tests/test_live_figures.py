@@ -15,7 +15,6 @@ from rnnviz.figures.live import (
     latex_matrix,
     loss_figure,
     next_char_figure,
-    sample_history_html,
 )
 
 
@@ -59,16 +58,6 @@ def test_context_html_escapes_user_text():
     html = context_html(text, len(text) - 1)
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; mor" in html
     assert "&lt;" in context_html("a<b", 1), "the highlighted character is escaped too"
-
-
-def test_sample_history_html_lists_each_sample_under_its_label_and_escapes_the_text():
-    html = sample_history_html([(1200, 1.23456, "a <b>bold</b> & \"quoted\"\nline"), (0, 3.0, "x")], "bits/char")
-    labels = re.findall(r"<p[^>]*>(.*?)</p>", html)
-    texts = re.findall(r'<pre class="rnnviz-sample"[^>]*>(.*?)</pre>', html, flags=re.S)
-    assert labels == ["<b>Step 1,200</b> · val loss 1.235 bits/char", "<b>Step 0</b> · val loss 3.000 bits/char"]
-    assert texts == ["a &lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;\nline", "x"]
-    assert "white-space: pre-wrap" in html, "line breaks and long lines read as in st.code's wrapped box"
-    assert sample_history_html([], "nats/char") == ""
 
 
 def _contrast(foreground: str, background: str) -> float:

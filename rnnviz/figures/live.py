@@ -190,27 +190,6 @@ def context_html(text: str, position: int, before: int = 80, after: int = 30) ->
     )
 
 
-# A scheduled sample's box: st.code's look (a faint grey that reads in either theme behind the theme's own text,
-# Streamlit's monospace font, long lines wrapped) in plain HTML.
-SAMPLE_BOX_STYLE = ("white-space: pre-wrap; overflow-wrap: anywhere; font-family: 'Source Code Pro', monospace; "
-                    "font-size: 0.875rem; line-height: 1.6; background: rgba(128, 128, 128, 0.12); "
-                    "border-radius: 0.5rem; padding: 0.75rem 1rem; margin: 0 0 1rem 0;")
-
-
-def sample_history_html(samples: Sequence[tuple[int, float, str]], unit: str) -> str:
-    """Scheduled samples as one piece of HTML, in the order given: each one's step and val loss (in ``unit``,
-    "nats/char" or "bits/char"), then its text in a box (a ``pre`` of class "rnnviz-sample").
-
-    One element for the whole list, not a label and a code block per sample: the live page redraws its panel a few
-    times a second while a run trains, and with 25 samples as 50 elements that cost the watching browser about a
-    third of a core more (measured in Chromium: 11.3 against 8.6 CPU-s per 15 s of training). The sample text is
-    escaped with html.escape, so a model's output can never become markup."""
-    return "".join(
-        f'<p style="margin: 0 0 0.25rem 0;"><b>Step {step:,}</b> · val loss {loss:.3f} {html.escape(unit)}</p>'
-        f'<pre class="rnnviz-sample" style="{SAMPLE_BOX_STYLE}">{html.escape(text)}</pre>'
-        for step, loss, text in samples)
-
-
 def training_text_html(text: str, inside: int, training: str) -> str:
     """A sample as HTML, split where it leaves the training text: the first ``inside`` characters (found in
     ``training``) on green, the rest on red with a marker at the boundary, and a legend in words.

@@ -126,7 +126,7 @@ def scheduled_samples(page) -> list[str]:
     """The texts under "Samples along the way" (up to the next heading): what this session's run wrote."""
     return front(page).evaluate("""() => {
         let inside = false; const texts = [];
-        for (const el of document.querySelectorAll("h1, h2, h3, pre.rnnviz-sample")) {
+        for (const el of document.querySelectorAll("h1, h2, h3, [data-testid='stCode'] code")) {
             if (el.matches("h1, h2, h3")) { inside = el.innerText.includes("Samples along the way"); continue; }
             if (inside && el.innerText.trim()) texts.push(el.innerText);
         }

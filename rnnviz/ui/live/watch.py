@@ -275,10 +275,10 @@ def sample_history(run: LiveRun, bits: bool) -> None:
             for col, record in zip(cols, (early, latest)):
                 col.markdown(_sample_label(record, bits))
                 col.code(record.text, language=None, wrap_lines=True)
-    scale = 1 / np.log(2) if bits else 1.0
-    shown = [(r.step, r.val_loss * scale, r.text) for r in reversed(run.samples[-HISTORY_SHOWN:])]
     with st.container(height=420):
-        st.html(figures.sample_history_html(shown, "bits/char" if bits else "nats/char"))
+        for record in reversed(run.samples[-HISTORY_SHOWN:]):
+            st.markdown(_sample_label(record, bits))
+            st.code(record.text, language=None, wrap_lines=True)
 
 
 def watch_panel(run: LiveRun) -> None:
