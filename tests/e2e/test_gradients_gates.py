@@ -85,6 +85,10 @@ def test_lstm_gates_answers_the_forget_slider(page, base_url):
     screenshot_whole_page(page, "lstm-gates-cleared")
 
 
+# Every instant chart's element now: each one is drawn in the shadow root of its component's host.
+INSTANT_CHARTS = """[...document.querySelectorAll('.stBidiComponent *')]
+    .map(host => host.shadowRoot && host.shadowRoot.querySelector('.instant-chart')).filter(Boolean)"""
+
 # From the next key press on: the script states the app goes through, and the moment an instant chart shows a new
 # stop, with the states seen before it. Every instant chart on the page is watched, also one drawn anew after this
 # ran (a chart's element, or the component's whole shadow root, may be replaced by a late rerun on a loaded machine:
@@ -101,9 +105,8 @@ WATCH_REDRAW = """() => {
         seen.statesBefore = [...seen.states];
     };
     const watched = new WeakSet();
-    const watchCharts = () => document.querySelectorAll('.stBidiComponent *').forEach(host => {
-        const chart = host.shadowRoot && host.shadowRoot.querySelector('.instant-chart');
-        if (!chart || watched.has(chart)) return;
+    const watchCharts = () => __CHARTS__.forEach(chart => {
+        if (watched.has(chart)) return;
         watched.add(chart);
         seen.charts += 1;
         new MutationObserver(shown).observe(chart, {attributes: true, attributeFilter: ['data-shown']});
@@ -111,13 +114,11 @@ WATCH_REDRAW = """() => {
     watchCharts();
     // A chart is drawn inside its shadow root after its host lands: look again on every change of the page.
     new MutationObserver(watchCharts).observe(document.body, {childList: true, subtree: true});
-}"""
+}""".replace("__CHARTS__", INSTANT_CHARTS)
 
 # What the page shows now, for the message of a test that waited in vain: the watcher's record, and every instant
 # chart's stop.
-SHOWN_NOW = """() => ({watcher: window.__redraw, shown: [...document.querySelectorAll('.stBidiComponent *')]
-    .filter(h => h.shadowRoot && h.shadowRoot.querySelector('.instant-chart'))
-    .map(h => h.shadowRoot.querySelector('.instant-chart').dataset.shown)})"""
+SHOWN_NOW = f"() => ({{watcher: window.__redraw, shown: {INSTANT_CHARTS}.map(chart => chart.dataset.shown)}})"
 
 
 def _engine_numbers(section: str) -> dict[str, str]:
@@ -143,9 +144,8 @@ def test_an_instant_chart_follows_its_slider_in_the_browser_before_the_server_ru
     run that the move asks for has started; the numbers under it are the engine's at the new stop."""
     open_app_page(page, base_url, f"gradient-decay?section={section}")
     page.locator(".instant-chart[data-shown]").wait_for()  # the component's code loads after the run
-    # The watcher holds the chart's element and the slider is focused by its element: on a loaded machine the run's
-    # last elements land after the "notRunning" mark, and a chart or slider drawn again then leaves the watcher on a
-    # detached one or the key press on nothing (a CI run timed out waiting for the redraw so, once).
+    # The slider is focused by its element: on a loaded machine the run's last elements land after the "notRunning"
+    # mark, and a slider drawn again then would leave the key press on a detached one.
     wait_settled(page)
     page.evaluate(WATCH_REDRAW)
     thumb = page.locator("[data-testid='stSlider']").filter(has_text=slider).get_by_role("slider")
