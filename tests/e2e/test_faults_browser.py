@@ -11,6 +11,7 @@ from dataclasses import replace
 from urllib.parse import quote
 
 import torch
+from playwright.sync_api import expect
 
 from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
@@ -22,6 +23,10 @@ from tests.e2e.test_live_training import choose, click, no_exception, number, wa
 URL = "char-model-training"
 TINY_RNN = quote("Tiny vanilla RNN")
 ENGLISH = CORPUS_LABELS["english-docs"]
+
+
+def slider(page, label: str):
+    return page.locator("[data-testid='stSlider']").filter(has_text=label).get_by_role("slider")
 
 
 def step_now(page) -> int:
@@ -107,16 +112,22 @@ def test_sgd_at_learning_rate_50_without_clipping_rolls_back_and_explains(page, 
     rate = page.get_by_role("spinbutton", name="Exact learning rate")
     rate.fill("50")
     rate.press("Enter")
-    wait_idle(page)
+    # The server has taken the settings once it has drawn what follows from them: its callback moved the log-scale
+    # slider to 50, and it greyed the threshold out. A Step sent before that trained the preset's settings, which
+    # never blow up (the browser shows a typed value or a flipped switch before the server has it).
+    expect(slider(page, "Learning rate (log scale)")).to_have_attribute("aria-valuetext", "50", timeout=30_000)
     clipping = page.get_by_role("switch", name="Clip the gradient norm")
     if clipping.is_checked():
         page.get_by_text("Clip the gradient norm").click()
-        wait_idle(page)
+    expect(slider(page, "Clipping threshold θ")).to_be_disabled(timeout=30_000)
+    wait_idle(page)
     for _ in range(5):
         click(page, "Step")
         wait_idle(page)
         if page.get_by_text("Training stopped by itself").count():
             break
+    assert page.get_by_text("sgd at learning rate 50, no clipping").count(), "the run trained other settings: " + \
+        page.get_by_text("This run:").first.inner_text()
     message = page.get_by_text("Training stopped by itself").inner_text()
     restored = int(re.search(r"The weights from step ([\d,]+)", message).group(1).replace(",", ""))
     assert "the last ones known to be good, were put back, so the model is not lost" in message
