@@ -209,8 +209,7 @@ def sampling_section() -> None:
     if passage is None:
         st.caption("No held-out text of this model's corpus is at hand.")
     else:
-        result = sampling.exposure(source, passage)
-        plot(figures.exposure_bias_figure(result), key=setup.key("exposure"))
+        plot(sampling.exposure_figure(source, passage), key=setup.key("exposure"))
         st.markdown(
             "Both read the same held-out prefix, then score the true continuation. Teacher-forced, the model reads "
             "the true text, as in training; free-running, it reads its own greedy guesses, and one early mistake "

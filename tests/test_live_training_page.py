@@ -10,7 +10,7 @@ import torch
 from rnnviz.charlm.checkpoint import checkpoint_bytes, load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.charlm.pretrained import MODELS_DIR, shipped_models
-from rnnviz.charlm.sample import generate, next_char_distribution
+from rnnviz.charlm.sample import exposure_bias, generate, next_char_distribution
 from rnnviz.charlm.sample_request import run_sample
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.interpret.ngram import fit_ngrams
@@ -301,12 +301,22 @@ def test_after_pause_the_samples_read_the_current_weights_without_a_click():
     assert "Sample the latest weights" not in text
 
 
-def test_a_step_by_hand_samples_the_new_weights():
+def test_a_step_by_hand_samples_the_new_weights_and_its_exposure_figure_is_the_engines():
     at = hello_page()
-    at.button(key=key("step")).click().run()
-    at.button(key=key("step")).click().run()
-    run = at.session_state[LIVE_RUN_KEY]
-    assert f"Drawn from the weights of step {run.step:,}, the run's latest." in page_text(at)
+    drawn = []
+    for _ in range(2):
+        at.button(key=key("step")).click().run()
+        run = at.session_state[LIVE_RUN_KEY]
+        assert f"Drawn from the weights of step {run.step:,}, the run's latest." in page_text(at)
+        passage = run.trainer.vocab.decode(run.trainer.val_ids[:241])
+        result = exposure_bias(run.trainer.model, run.trainer.vocab, passage, min(80, max(1, len(passage) // 3)))
+        chart = next(c for c in at.get("plotly_chart") if c.key == key("exposure"))
+        traces = json.loads(chart.proto.spec)["data"]
+        for trace, losses in zip(traces, (result.teacher_forced, result.free_running), strict=True):  # running means
+            assert list(numbers(trace["y"])) == pytest.approx(list(losses.cumsum() / range(1, len(losses) + 1)),
+                                                              abs=1e-6)
+        drawn.append(list(numbers(traces[0]["y"])))
+    assert drawn[0] != drawn[1]  # the figure of the second step's weights, not the first one kept
 
 
 def test_the_loss_curve_reads_against_seconds_of_training_when_asked():
@@ -421,3 +431,4 @@ def test_a_preset_without_a_cool_down_has_the_toggle_off_and_pause_samples_the_r
     at.button(key=key("step")).click().run()
     run = at.session_state[LIVE_RUN_KEY]
     assert not run.cools_down and "Cooled copy" not in page_text(at)
+

@@ -10,6 +10,7 @@ import streamlit as st
 
 from rnnviz.charlm.hello import HelloConfig, HelloWalkthrough, train_hello
 from rnnviz.figures import live as figures
+from rnnviz.ui.kit.cache import shared_figure
 from rnnviz.ui.kit.widgets import plot, seed
 
 PREFIX = "live_training_hello"
@@ -22,9 +23,10 @@ def walkthrough(config: HelloConfig) -> HelloWalkthrough:
     return train_hello(config)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def softmax_figure(config: HelloConfig):
-    return figures.hello_softmax_figure(walkthrough(config))
+    """Shared, not copied: ``st.cache_data`` unpickled the figure on every rerun of the page, and plotly validates
+    every property of a figure it unpickles (12 ms a rerun)."""
+    return shared_figure(figures.hello_softmax_figure, walkthrough(config), key=config)
 
 
 def _new_seed() -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 import torch
 
@@ -26,6 +27,7 @@ from rnnviz.charlm.sample_request import (
 )
 from rnnviz.charlm.train import TrainConfig
 from rnnviz.core.config import shape_label
+from rnnviz.figures import live as figures
 from rnnviz.ui.kit.cache import value_for
 from rnnviz.ui.kit.corpora import builtin_corpus, needs_download
 from rnnviz.ui.kit.models import UPLOADED_KEY, ModelSource, model_sources, settled
@@ -261,6 +263,13 @@ def exposure(source: ModelSource, passage: str) -> ExposureBias:
     return memo("exposure", (_identity(source), passage),
                 _reading(source, lambda model: exposure_bias(model, source.vocab, passage, prefix)),
                 shared=source.shared)
+
+
+def exposure_figure(source: ModelSource, passage: str) -> go.Figure:
+    """The figure of ``exposure``, built once for the same weights: moving the position slider above it reruns the
+    section, and plotly takes 10 ms to build it again."""
+    return memo("exposure_figure", (_identity(source), passage),
+                lambda: figures.exposure_bias_figure(exposure(source, passage)), shared=source.shared)
 
 
 # --- Save and load ----------------------------------------------------------------------------------------
