@@ -15,6 +15,7 @@ from rnnviz.charlm.sample_request import run_sample
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.interpret.ngram import fit_ngrams
 from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY
+from rnnviz.ui.live.sampling import PASSAGE_CHARS, PREFIX_CHARS
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import numbers
 
@@ -308,8 +309,9 @@ def test_a_step_by_hand_samples_the_new_weights_and_its_exposure_figure_is_the_e
         at.button(key=key("step")).click().run()
         run = at.session_state[LIVE_RUN_KEY]
         assert f"Drawn from the weights of step {run.step:,}, the run's latest." in page_text(at)
-        passage = run.trainer.vocab.decode(run.trainer.val_ids[:241])
-        result = exposure_bias(run.trainer.model, run.trainer.vocab, passage, min(80, max(1, len(passage) // 3)))
+        passage = run.trainer.vocab.decode(run.trainer.val_ids[:PASSAGE_CHARS + 1])
+        result = exposure_bias(run.trainer.model, run.trainer.vocab, passage,
+                               min(PREFIX_CHARS, max(1, len(passage) // 3)))
         chart = next(c for c in at.get("plotly_chart") if c.key == key("exposure"))
         traces = json.loads(chart.proto.spec)["data"]
         for trace, losses in zip(traces, (result.teacher_forced, result.free_running), strict=True):  # running means
