@@ -14,16 +14,18 @@ _lock = threading.Lock()
 
 
 def warm_up_once() -> None:
-    """Import every rnnviz module, pandas and plotly, then ``gc.freeze()`` what is alive: the first session
-    to arrive pays for it and every later one finds it done.
+    """Import every rnnviz module, pandas, plotly and torch._dynamo, then ``gc.freeze()`` what is alive: the
+    first session to arrive pays for it and every later one finds it done.
 
     Why: with torch, plotly and pandas loaded the server holds about 300,000 long-lived objects, and each
     automatic full collection walks all of them with the GIL held (0.2 s or more on 2 cores). While a class
     opens its tabs at once, the pages' own first imports set off several in a row, and the server's thread
     (health checks, every tab's messages) waited past a second. Frozen objects are never walked again.
-    Only modules and the first session's bookkeeping exist this early; no model is frozen with them. That
-    bookkeeping (its session_state, its fragments) is frozen, though, and never collected: what the first
-    session puts in it later is let go when the session ends (``sessions._empty``), not by the collector."""
+    torch imports torch._dynamo when the first optimizer is made (the live page's "hello" walkthrough, a first
+    Start), which took 1 s and left 117,000 more objects for every full collection to walk; here it is frozen
+    with the rest. Only modules and the first session's bookkeeping exist this early; no model is frozen with
+    them. That bookkeeping (its session_state, its fragments) is frozen, though, and never collected: what the
+    first session puts in it later is let go when the session ends (``sessions._empty``), not by the collector."""
     if _done.is_set():
         return
     with _lock:
@@ -31,6 +33,7 @@ def warm_up_once() -> None:
             return
         import pandas  # noqa: F401
         import plotly.graph_objects  # noqa: F401
+        import torch._dynamo  # noqa: F401
 
         for module in pkgutil.walk_packages(rnnviz.__path__, prefix="rnnviz."):
             if not module.name.endswith("__main__"):
