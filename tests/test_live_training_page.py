@@ -433,4 +433,3 @@ def test_a_preset_without_a_cool_down_has_the_toggle_off_and_pause_samples_the_r
     at.button(key=key("step")).click().run()
     run = at.session_state[LIVE_RUN_KEY]
     assert not run.cools_down and "Cooled copy" not in page_text(at)
-

@@ -96,6 +96,11 @@ CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stPlotlyCha
     .some(host => host.shadowRoot && host.shadowRoot.querySelector('.instant-chart[data-shown]') !== null))"""
 
 
+def slider_thumb(page, label: str):
+    """The thumb of the slider whose label contains ``label`` (focus it and press keys, or read its aria values)."""
+    return page.locator("[data-testid='stSlider']").filter(has_text=label).get_by_role("slider")
+
+
 def wait_idle(page, timeout_ms: int = 60_000) -> None:
     """Wait until the script run that the last action triggered has finished and its charts are drawn."""
     page.wait_for_selector(APP_IDLE, timeout=timeout_ms)

@@ -17,16 +17,12 @@ from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.charlm.train import Trainer
 from rnnviz.ui.kit.corpora import CORPUS_LABELS
-from tests.e2e.harness import open_app_page, screenshot, wait_idle
+from tests.e2e.harness import open_app_page, screenshot, slider_thumb, wait_idle
 from tests.e2e.test_live_training import choose, click, no_exception, number, wait_for
 
 URL = "char-model-training"
 TINY_RNN = quote("Tiny vanilla RNN")
 ENGLISH = CORPUS_LABELS["english-docs"]
-
-
-def slider(page, label: str):
-    return page.locator("[data-testid='stSlider']").filter(has_text=label).get_by_role("slider")
 
 
 def step_now(page) -> int:
@@ -115,11 +111,11 @@ def test_sgd_at_learning_rate_50_without_clipping_rolls_back_and_explains(page, 
     # The server has taken the settings once it has drawn what follows from them: its callback moved the log-scale
     # slider to 50, and it greyed the threshold out. A Step sent before that trained the preset's settings, which
     # never blow up (the browser shows a typed value or a flipped switch before the server has it).
-    expect(slider(page, "Learning rate (log scale)")).to_have_attribute("aria-valuetext", "50", timeout=30_000)
+    expect(slider_thumb(page, "Learning rate (log scale)")).to_have_attribute("aria-valuetext", "50", timeout=30_000)
     clipping = page.get_by_role("switch", name="Clip the gradient norm")
     if clipping.is_checked():
         page.get_by_text("Clip the gradient norm").click()
-    expect(slider(page, "Clipping threshold θ")).to_be_disabled(timeout=30_000)
+    expect(slider_thumb(page, "Clipping threshold θ")).to_be_disabled(timeout=30_000)
     wait_idle(page)
     for _ in range(5):
         click(page, "Step")

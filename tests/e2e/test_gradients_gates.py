@@ -4,7 +4,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from tests.e2e.harness import open_app_page, screenshot_whole_page, wait_idle, wait_settled
+from tests.e2e.harness import open_app_page, screenshot_whole_page, slider_thumb, wait_idle, wait_settled
 
 # The first visit to the gates page loads the shipped models and traces held-out prose.
 FIRST_LOAD_MS = 90_000
@@ -26,7 +26,7 @@ def shows(page, label_start: str, value: str) -> None:
 
 def nudge_slider(page, label: str, key: str, presses: int = 1) -> None:
     """Move a slider by keyboard, as a user would, and wait for the rerun it triggers."""
-    thumb = page.locator("[data-testid='stSlider']").filter(has_text=label).get_by_role("slider")
+    thumb = slider_thumb(page, label)
     thumb.focus()
     for _ in range(presses):
         thumb.press(key)
@@ -148,7 +148,7 @@ def test_an_instant_chart_follows_its_slider_in_the_browser_before_the_server_ru
     # mark, and a slider drawn again then would leave the key press on a detached one.
     wait_settled(page)
     page.evaluate(WATCH_REDRAW)
-    thumb = page.locator("[data-testid='stSlider']").filter(has_text=slider).get_by_role("slider")
+    thumb = slider_thumb(page, slider)
     thumb.focus()
     thumb.press(key)
     try:

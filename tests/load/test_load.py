@@ -34,7 +34,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.ui.kit.corpora import CORPUS_LABELS
-from tests.e2e.harness import SCREENSHOTS, streamlit_server, wait_idle
+from tests.e2e.harness import SCREENSHOTS, slider_thumb, streamlit_server, wait_idle
 from tests.e2e.test_live_training import choose, click, number, wait_for
 
 HEALTH_LIMIT_S = 1.0
@@ -198,8 +198,7 @@ def run_class(tabs, url: str, backend: Backend) -> None:
         for _ in range(3):
             front(hand).get_by_role("button", name=re.compile(r"^Step\b")).click()  # named with its shortcut key
             wait_idle(hand)
-        thumb = front(decay).locator("[data-testid='stSlider']").filter(has_text="σ₁, the largest").get_by_role(
-            "slider")
+        thumb = slider_thumb(front(decay), "σ₁, the largest")
         thumb.focus()
         thumb.press("ArrowLeft")
         wait_idle(decay)
