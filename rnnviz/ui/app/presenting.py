@@ -28,11 +28,13 @@ SWITCH_CSS = f"""<style>
 [data-testid="stLayoutWrapper"]:has(> .st-key-{SWITCH_CONTAINER}) {{ display: contents; }}
 </style>"""
 
-# Streamlit sizes its text, spacing and widgets in rem, so one root size scales the whole page.
+# Streamlit sizes its text, spacing and widgets in rem, so one root size scales the whole page. A button with help=
+# sits inside the same tooltip wrapper as a label's help icon, so only wrappers that hold no button are hidden.
 ROOM_CSS = f"""<style>
 html {{ font-size: {16 * ROOM_SCALE:g}px; }}
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"],
-[data-testid="stTooltipIcon"] {{ display: none !important; }}
+[data-testid="stTooltipIcon"]:not(:has([data-testid^="stBaseButton"], [data-testid^="stBaseLinkButton"]))
+{{ display: none !important; }}
 [data-testid="stMainBlockContainer"] {{ max-width: none; padding: 3.5rem 2.5rem 2rem 2.5rem; }}
 </style>"""
 
