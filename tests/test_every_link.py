@@ -54,6 +54,11 @@ def test_a_link_with_every_setting_reopens_the_page_with_them(spec):
     assert not plain.exception, plain.exception
     params = declared(plain, spec)
     defaults = {p.name: plain.session_state[p.key] if p.key in plain.session_state else None for p in params}
+    for p in params:  # the address the page writes at its defaults reads back as them (F5, Copy link)
+        if p.key in plain.session_state:
+            written = query_value(plain, p.name)
+            assert written is not None, f"{spec.path}: ?{p.name}= is not in the address the page writes"
+            assert p.parse(written) == defaults[p.name], f"{spec.path}: ?{p.name}={written} reads back differently"
     for p in params:
         assert p.example, f"{spec.path}: ?{p.name}= has no example value"
         if (spec.url_path, p.name) not in NO_OTHER_VALUE:

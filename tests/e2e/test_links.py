@@ -148,3 +148,13 @@ def test_a_presenting_link_draws_the_page_for_a_room_with_the_named_control_hidd
     assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "16px"
     expect(sliders.filter(has_text="σ₁, the largest singular value")).to_be_hidden()  # hide= still in the link
     page.wait_for_function("() => !location.search.includes('present=')")
+
+
+def test_memory_experiments_takes_back_the_address_it_writes(page, base_url):
+    """The address the page writes (what F5 reloads and a copied link holds) reopens it with no notice."""
+    open_app_page(page, base_url, "memory-experiments")
+    page.wait_for_function("() => location.search.includes('b_f=')")
+    written = page.evaluate("() => location.href")
+    open_app_page(page, base_url, written.split("/", 3)[3])
+    expect(page.get_by_text("not valid")).to_have_count(0)
+    assert no_exception(page) and "b_f=2" in copied_link(page)

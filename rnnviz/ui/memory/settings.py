@@ -57,7 +57,17 @@ def _tab_name(label: str) -> str:
 
 
 def _parse_forget(text: str) -> float | None:
-    return None if text == "default" else parse_choice(FORGET_BIASES[:-1])(text)
+    """"default", or one of the biases written as a number ("2", "2.0"): the address writes them with :g."""
+    if text == "default":
+        return None
+    choices = FORGET_BIASES[:-1]
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value not in choices:
+        raise ValueError(f"{text!r} is not one of {', '.join(f'{b:g}' for b in choices)} or default")
+    return value
 
 
 # Every setting of the three tabs, and the tab, in the page's address (a link to "the delayed copy at D = 64").
