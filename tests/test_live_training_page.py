@@ -1,7 +1,9 @@
 """The live-training page in AppTest: Step, Start and Pause, bad inputs, uploads, a blow-up, the download."""
 
+import html
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +148,16 @@ def main_sample(at) -> str:
     elements = list(at.main)  # document order
     box = next(i for i, e in enumerate(elements) if getattr(e, "key", None) == key("model_source"))
     return next(e.value for e in elements[box:] if e.type == "code")
+
+
+def latest_hello_sample(at) -> str:
+    """The latest sample of a run on "hello" as the page draws it: the text of the box split where the sample leaves
+    the training text (its first characters, without the marker drawn at the split)."""
+    drawn = next(h.value for h in at.html if 'title="leaves the training text"' in h.value
+                 or "past it: never seen in training" in h.value)
+    box = drawn[:drawn.index("</div>")]
+    box = re.sub(r'<span[^>]*title="leaves the training text"[^>]*>▏</span>', "", box)
+    return html.unescape(re.sub(r"<[^>]+>", "", box))
 
 
 def test_bad_sampling_inputs_are_explained():
@@ -413,7 +425,26 @@ def test_the_default_preset_cools_a_copy_on_pause_and_the_page_samples_the_copy_
     assert (f"**Cooled copy: val loss {cooled.val_loss:.3f}** against {cooled.run_val_loss:.3f} for the run's own "
             f"weights at step {stepped:,}") in text
     assert f"The copy trained {cooled.steps:,} steps more" in text
-    assert f"Cooled copy · **Step {cooled.step:,}** · val loss {cooled.val_loss:.3f} nats/char" in text
+    assert f"Cooled copy of **step {stepped:,}** (+{cooled.steps:,} cool-down steps)" in text
+    # one val loss a class reads: the tile is the engine's figure for the cooled copy, its delta the copy's against
+    # the run's own weights at the step the progress bar shows, as the box says
+    tile = next(m for m in at.metric if m.label == "Val loss, cooled copy")
+    assert tile.value == f"{cooled.val_loss:.3f}"
+    assert tile.proto.delta == f"{cooled.val_loss - cooled.run_val_loss:+.3f} vs step {stepped:,}"
+    assert at.get("progress")[0].proto.text.startswith(f"Step {stepped:,} of ")
+    assert not any(m.label.startswith("Val loss at step") or m.label == "Val loss" for m in at.metric)
+    # the latest sample beside the curve is what the cooled weights write, drawn as the scheduled samples are
+    settings, prime = run.settings, run.sample_prime
+    cooled_writes = prime + generate(cooled.model, run.trainer.vocab, prime, settings.sample_length,
+                                     settings.temperature, seed=run.trainer.config.seed)
+    run_writes = prime + generate(run.trainer.model, run.trainer.vocab, prime, settings.sample_length,
+                                  settings.temperature, seed=run.trainer.config.seed)
+    shown = latest_hello_sample(at)
+    assert len(shown) >= 40 and cooled_writes.startswith(shown), (shown, cooled_writes)
+    # the page shows the first characters of the sample; the whole of it is what the cooled weights write, and the
+    # run's own weights write something else (over a short cool-down the two can share their first characters)
+    assert cooled.sample.text == cooled_writes
+    assert run_writes != cooled_writes, "the run's own weights write the same: the check tells nothing"
     # the sampling section reads the cooled copy: its label, its caption, and the sample its weights write
     source = at.selectbox(key=key("model_source"))
     assert source.value == "live" and f"cooled over {cooled.steps} more" in source.format_func(source.value)

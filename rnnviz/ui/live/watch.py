@@ -124,21 +124,38 @@ def progress_panel(run: LiveRun, bits: bool) -> None:
     scale, unit = (1 / np.log(2), "bits/char") if bits else (1.0, "nats/char")
     history = run.trainer.history
     recent = float(np.mean([r.loss for r in history[-10:]])) * scale if history else None
-    val = run.trainer.evals[-1].val_loss * scale if run.trainer.evals else None
     held_out = ("On the held-out last 10% of the text" if run.holds_out
                 else "On the training text itself: nothing of this corpus is held out")
     cols = st.columns(5)
     cols[0].metric("Step", f"{progress.step:,}")
     cols[1].metric("Train loss", f"{recent:.3f}" if recent is not None else "—",
                    help=f"Mean cross-entropy over the last 10 optimizer steps, in {unit}.")
-    cols[2].metric("Val loss", f"{val:.3f}" if val is not None else "—",
-                   help=f"{held_out}, at the last sample, in {unit}.")
+    val_loss_tile(cols[2], run, scale, unit, held_out)
     cols[3].metric("Uniform guess", f"{run.uniform_loss * scale:.3f}",
                    help=f"{'log₂' if bits else 'ln'} V: the loss of a model that gives every one of the V characters "
                    f"probability 1/V, in {unit}.")
     cols[4].metric("Chars/s", f"{progress.chars_per_s:,.0f}",
                    help=f"Training throughput B·T per step (here B·T = {run.trainer.chars_per_step:,}), median of "
                    "the last 20 steps.")
+
+
+def val_loss_tile(column, run: LiveRun, scale: float, unit: str, held_out: str) -> None:
+    """One val loss a class can read: the cooled copy's while the samples come from it, else the last evaluation,
+    labelled with its step when the run has moved on since."""
+    cooled = run.cooled_copy()
+    if cooled is not None:
+        column.metric("Val loss, cooled copy", f"{cooled.val_loss * scale:.3f}",
+                      delta=f"{(cooled.val_loss - cooled.run_val_loss) * scale:+.3f} vs step {cooled.from_step:,}",
+                      delta_color="inverse",
+                      help=f"The copy of step {cooled.from_step:,} cooled down over {cooled.steps:,} more steps, "
+                      f"which the samples come from; the run's own weights at step {cooled.from_step:,} read "
+                      f"{cooled.run_val_loss * scale:.3f}. {held_out}, in {unit}.")
+        return
+    last = run.trainer.evals[-1] if run.trainer.evals else None
+    moved_on = last is not None and last.step != run.step
+    column.metric(f"Val loss at step {last.step:,}" if moved_on else "Val loss",
+                  f"{last.val_loss * scale:.3f}" if last is not None else "—",
+                  help=f"{held_out}, measured with each sample, in {unit}.")
 
 
 @dataclass(frozen=True)
@@ -244,7 +261,12 @@ def latest_sample(run: LiveRun, bits: bool) -> None:
         return
     cooled = run.cooled_copy()
     record = cooled.sample if cooled is not None else run.samples[-1]
-    st.markdown(f"{'Cooled copy' if cooled is not None else 'Latest sample'} · {_sample_label(record, bits)}")
+    if cooled is not None:
+        loss = record.val_loss / np.log(2) if bits else record.val_loss
+        st.markdown(f"Cooled copy of **step {cooled.from_step:,}** (+{cooled.steps:,} cool-down steps) · val loss "
+                    f"{loss:.3f} {'bits' if bits else 'nats'}/char")
+    else:
+        st.markdown(f"Latest sample · {_sample_label(record, bits)}")
     primed = f" after the prime “{literal(record.prime)}”" if record.prime else ""
     if run.holds_out:
         st.code(record.text, language=None, wrap_lines=True)
