@@ -10,6 +10,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import torch
 
 from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.charlm.corpus import load_builtin
@@ -177,3 +178,27 @@ def test_a_long_passages_surprisal_figure_draws_each_buckets_lowest_to_highest_c
     assert dots.name == "one character"  # a short passage: every known character, a dot each
     np.testing.assert_array_equal(numbers(dots.x), np.arange(1, 1000))
     np.testing.assert_array_equal(numbers(dots.y), found.surprisal[1:1000])
+
+
+def test_the_breakdowns_examples_print_each_characters_own_p_under_the_model_and_the_n_gram(opened, engine, ngrams):
+    """Each example "t: model p, n-gram q" gives the probability each assigned to character t itself, after the
+    characters before it: here softmax of the model's logits after character t − 1, taken by hand."""
+    at = opened
+    checkpoint, text, _, _ = engine
+    corpus, models, _ = ngrams
+    at.selectbox(key="explorer_ngram_bucket").set_value("ngram_other").run()
+    assert not at.exception, [e.value for e in at.exception]
+    order = int(at.session_state["explorer_ngram_order"])
+    ids = checkpoint.vocab.encode(text)
+    with torch.no_grad():
+        logits, _, _ = checkpoint.model.eval()(ids[None])  # (1, T, V): the prediction after each character
+    p_model = torch.softmax(logits[0].double(), dim=-1)[:-1].gather(1, ids[1:, None])[:, 0].numpy()  # p of t at t − 1
+    p_ngram = models.prob_of_true(corpus.vocab.encode(text), order)
+    listed = html.unescape(next(h.value for h in at.html if f"{order}-gram " in h.value and ": model " in h.value))
+    examples = re.findall(rf"([\d,]+): model ([\d.]+), {order}-gram ([\d.]+)", listed)
+    assert len(examples) >= 4, listed
+    for position, model_p, ngram_p in examples:
+        t = int(position.replace(",", ""))
+        assert float(model_p) == pytest.approx(p_model[t - 1], abs=0.005 + 1e-9), (t, model_p)
+        assert float(ngram_p) == pytest.approx(p_ngram[t - 1], abs=0.005 + 1e-9), (t, ngram_p)
+        assert p_model[t - 1] >= 0.5 > p_ngram[t - 1]  # the bucket's own rule: the n-gram wrong, the model right

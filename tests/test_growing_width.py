@@ -7,6 +7,7 @@ widening from a state saved on either side of it, and a checkpoint saved before 
 from __future__ import annotations
 
 import copy
+import functools
 
 import pytest
 import torch
@@ -87,27 +88,83 @@ def test_before_the_widening_the_run_takes_grow_lr_and_after_it_the_schedule():
 
 
 def test_the_optimizer_moments_grow_with_the_weights():
-    trainer = Trainer(growing(), corpus())
-    narrow_head = {}
+    """Every parameter's Adam moments move with its weights, gate block by gate block: each old entry sits where
+    its weight now sits (placed here by hand), a new entry's momentum is 0 and its second moment the old mean."""
+    trainer = Trainer(growing(layers=2), corpus())
+    narrow = {}
 
-    def keep_the_narrow_moments(record) -> None:  # after the grow_at-th step, before the widening
+    def keep_the_narrow_weights_and_moments(record) -> None:  # after the grow_at-th step, before the widening
         if record.step == GROW_AT:
-            state = trainer.optimizer.state[trainer.model.head.weight]
-            narrow_head.update({k: v.clone() for k, v in state.items()})
+            for name, p in trainer.model.named_parameters():
+                state = trainer.optimizer.state[p]
+                narrow[name] = (p.detach().clone(), state["exp_avg"].clone(), state["exp_avg_sq"].clone())
 
-    trainer.run(GROW_AT, on_step=keep_the_narrow_moments)
-    assert trainer.width == WIDE and narrow_head["exp_avg"].shape[1] == NARROW
-    for name, p in trainer.model.named_parameters():
+    trainer.run(GROW_AT, on_step=keep_the_narrow_weights_and_moments)
+    assert trainer.width == WIDE and narrow["head.weight"][0].shape[1] == NARROW
+    wide_params = dict(trainer.model.named_parameters())
+    assert wide_params.keys() == narrow.keys()
+    for name, p in wide_params.items():
+        weight, exp_avg, exp_avg_sq = narrow[name]
         state = trainer.optimizer.state[p]
-        assert state["exp_avg"].shape == p.shape and state["exp_avg_sq"].shape == p.shape
         assert int(state["step"]) == GROW_AT, name  # Adam's bias correction goes on where it was
-    head = trainer.optimizer.state[trainer.model.head.weight]
-    torch.testing.assert_close(head["exp_avg"][:, :NARROW], narrow_head["exp_avg"], rtol=0, atol=0)
-    torch.testing.assert_close(head["exp_avg_sq"][:, :NARROW], narrow_head["exp_avg_sq"], rtol=0, atol=0)
-    assert torch.all(head["exp_avg"][:, NARROW:] == 0), "the new columns have no momentum yet"
-    new_sq = head["exp_avg_sq"][:, NARROW:]
-    assert torch.allclose(new_sq, torch.full_like(new_sq, narrow_head["exp_avg_sq"].mean().item())), \
-        "new entries start from the old mean second moment, not 0"
+        old = _old_places(name, weight.shape, p.shape)
+        named = functools.partial("{}, {}: {}".format, name)
+        torch.testing.assert_close(p.detach().flatten()[old], weight.flatten(), rtol=0, atol=0,
+                                   msg=functools.partial(named, "weights"))
+        torch.testing.assert_close(state["exp_avg"], _placed(exp_avg, old, p.shape, 0.0), rtol=0, atol=0,
+                                   msg=functools.partial(named, "exp_avg"))
+        torch.testing.assert_close(state["exp_avg_sq"], _placed(exp_avg_sq, old, p.shape, exp_avg_sq.mean().item()),
+                                   rtol=0, atol=0, msg=functools.partial(named, "exp_avg_sq"))
+    gate_rows = trainer.optimizer.state[wide_params["rnn.weight_hh_l0"]]["exp_avg"][WIDE:WIDE + NARROW, :NARROW]
+    assert torch.equal(gate_rows, narrow["rnn.weight_hh_l0"][1][NARROW:2 * NARROW]), "f's block starts at row H"
+
+
+def _old_places(name: str, narrow_shape, wide_shape) -> torch.Tensor:
+    """(numel of the narrow tensor,) flat indices into the wide tensor, in the narrow tensor's row-major order: row
+    r of gate block k (LSTM i f g o) goes to row k·WIDE + r; the columns of what the units send (W_hh, layer 1's
+    W_ih, the readout) keep their first NARROW places; the embedding and the readout's bias stay as they were."""
+    rows, columns = narrow_shape[0], narrow_shape[1] if len(narrow_shape) == 2 else 1
+    wide_columns = wide_shape[1] if len(wide_shape) == 2 else 1
+    if name.startswith("rnn."):
+        wide_rows = [k * WIDE + r for k in range(rows // NARROW) for r in range(NARROW)]
+    else:
+        wide_rows = list(range(rows))
+    return torch.tensor([row * wide_columns + c for row in wide_rows for c in range(columns)])
+
+
+def _placed(narrow: torch.Tensor, old: torch.Tensor, wide_shape, fill: float) -> torch.Tensor:
+    """A wide tensor holding ``narrow`` at the flat indices ``old`` and ``fill`` everywhere else."""
+    wide = torch.full((int(torch.Size(wide_shape).numel()),), fill)
+    wide[old] = narrow.flatten()
+    return wide.reshape(wide_shape)
+
+
+def test_the_carried_state_crosses_the_widening():
+    """The state a chunk ends with is carried into the next one across the widening, with zeros for the new units:
+    the first step after it has the loss that the narrow model gives on that chunk from that state."""
+    trainer = Trainer(growing(), corpus())
+    kept = {}
+
+    def keep_the_narrow_run(record) -> None:  # after the grow_at-th step, before the widening
+        if record.step == GROW_AT:
+            kept.update(model=copy.deepcopy(trainer.model), state=copy.deepcopy(trainer.state),
+                        batcher=copy.deepcopy(trainer.batcher))
+
+    trainer.run(GROW_AT, on_step=keep_the_narrow_run)
+    assert trainer.width == WIDE
+    h, c = kept["state"]  # (layers, B, NARROW) each
+    assert h.abs().sum() > 0 and c.abs().sum() > 0
+    assert trainer.state is not None, "the widening dropped the carried state"
+    for carried, narrow_part in zip(trainer.state, (h, c)):
+        assert carried.shape[-1] == WIDE
+        torch.testing.assert_close(carried[..., :NARROW], narrow_part, rtol=0, atol=0)
+        assert torch.all(carried[..., NARROW:] == 0)
+    x, y, starts_epoch = kept["batcher"].next_batch()  # the chunk the next step trains on
+    assert not starts_epoch
+    with torch.no_grad():
+        _, narrow_loss, _ = kept["model"](x, y, (h, c))
+    trainer.run(1)
+    assert trainer.history[-1].loss == pytest.approx(narrow_loss.item(), rel=1e-5)
 
 
 @pytest.mark.parametrize("saved_at", [GROW_AT - 2, GROW_AT, GROW_AT + 3])
