@@ -1,6 +1,8 @@
 """Runs saved on disk (rnnviz.charlm.durable): what comes back is the run bit for bit, found only by its token,
 written so that nothing half-written is ever read, and bounded in time and size."""
 
+import hashlib
+import hmac
 import os
 import stat
 import subprocess
@@ -14,6 +16,7 @@ import torch
 from rnnviz.charlm.corpus import Corpus, english_docs_text, load_builtin
 from rnnviz.charlm.durable import (
     STALE_TEMP_S,
+    RunKeys,
     RunStore,
     StoredRunError,
     StoreSetting,
@@ -123,6 +126,114 @@ def test_an_altered_foreign_or_truncated_file_is_refused_in_words(tmp_path, corp
         store.restore(mine.token)
     state.write_bytes(original)
     assert store.restore(mine.token).saved_step == 2
+
+
+def saved_run(store: RunStore, corpus: Corpus) -> LiveRun:
+    """A run of 23 steps saved whole: snapshots of steps 0, 3, …, 21."""
+    run = kept_run(store, corpus)
+    steps(run, 23)
+    assert run.keeper.save(run)
+    return run
+
+
+def restored_snapshots_match(restored, run: LiveRun, expected_steps: list[int]) -> None:
+    """The restored run holds the saved training state, and exactly these snapshots, each the run's own weights."""
+    back = restored.run
+    assert same_tensors(back.trainer.state_dict(), run.trainer.state_dict())
+    assert [s for s, _ in back.snapshots] == expected_steps
+    originals = dict(run.snapshots)
+    assert all(same_tensors(weights, originals[step]) for step, weights in back.snapshots)
+
+
+def test_a_snapshot_copied_over_another_is_dropped_by_name_and_the_rest_of_the_run_restores(tmp_path, corpus):
+    store = new_store(tmp_path)
+    run = saved_run(store, corpus)
+    folder = run.keeper.folder
+    (folder / "snap-12").write_bytes((folder / "snap-0").read_bytes())  # a whole, authentic file of the run
+
+    restored = new_store(tmp_path).restore(run.token)
+    restored_snapshots_match(restored, run, [0, 3, 6, 9, 15, 18, 21])
+    notice = restored.run.notice
+    assert "No training was lost" in notice
+    assert ("The weight snapshot of step 12 (snap-12: another file was copied over it, or it was altered on disk) "
+            "was dropped") in notice and "the other 7 came back" in notice
+
+    steps(restored.run, 1)  # the next save takes the dropped file away, and the run restores whole again
+    assert restored.run.keeper.save(restored.run) and not (folder / "snap-12").exists()
+    again = new_store(tmp_path).restore(run.token)
+    assert again.dropped == () and "dropped" not in again.run.notice
+
+
+def test_a_missing_altered_or_truncated_snapshot_restores_the_run_with_the_rest_and_says_which(tmp_path, corpus):
+    store = new_store(tmp_path)
+    run = saved_run(store, corpus)
+    folder = run.keeper.folder
+    (folder / "snap-3").unlink()
+    altered = (folder / "snap-9").read_bytes()
+    (folder / "snap-9").write_bytes(altered[:-8] + bytes(8))
+    (folder / "snap-21").write_bytes((folder / "snap-21").read_bytes()[:30])
+
+    restored = new_store(tmp_path).restore(run.token)
+    assert restored.saved_step == 23 and restored.run.status == Status.PAUSED
+    restored_snapshots_match(restored, run, [0, 6, 12, 15, 18])
+    assert [step for step, _ in restored.dropped] == [3, 9, 21]
+    notice = restored.run.notice
+    assert ("The weight snapshots of steps 3 (snap-3: missing), 9 (snap-9: another file was copied over it, or it "
+            "was altered on disk), 21 (snap-21: truncated, or not an rnnviz run file) were dropped") in notice
+    assert "the other 5 came back" in notice and "own weights and training state are whole" in notice
+
+    for name in ("snap-0", "snap-6", "snap-12", "snap-15", "snap-18"):
+        (folder / name).unlink()  # none left: the explorer starts again from the saved weights
+    alone = new_store(tmp_path).restore(run.token)
+    assert len(alone.dropped) == 8 and "none came back" in alone.run.notice
+    assert alone.run.snapshots[0][0] == 23
+    assert same_tensors(alone.run.snapshots[0][1], run.trainer.model.state_dict())
+
+
+def test_a_damaged_state_file_still_refuses_the_run_even_with_every_snapshot_whole(tmp_path, corpus):
+    store = new_store(tmp_path)
+    run = saved_run(store, corpus)
+    state = run.keeper.folder / "state"
+    original = state.read_bytes()
+    for other in ("snap-21", "progress"):  # the run's own files, authentic under their own names only
+        state.write_bytes((run.keeper.folder / other).read_bytes())
+        with pytest.raises(StoredRunError, match="does not belong to this address or was altered on disk"):
+            new_store(tmp_path).restore(run.token)
+    state.write_bytes(original[:-40] + bytes(40))
+    with pytest.raises(StoredRunError, match="altered on disk"):
+        new_store(tmp_path).restore(run.token)
+    state.write_bytes(original[:30])
+    with pytest.raises(StoredRunError, match="not an rnnviz run file"):
+        new_store(tmp_path).restore(run.token)
+
+
+def first_format(raw: bytes, key: bytes) -> bytes:
+    """A run file as rnnviz first wrote it: b"RNNVIZr1" | HMAC-SHA-256(key, b"RNNVIZr1" | body) | body."""
+    body = raw[8 + 32:]
+    return b"RNNVIZr1" + hmac.new(key, b"RNNVIZr1" + body, hashlib.sha256).digest() + body
+
+
+def test_a_run_saved_in_the_first_format_restores_and_its_next_save_authenticates_each_snapshot_s_step(
+        tmp_path, corpus):
+    store = new_store(tmp_path)
+    run = saved_run(store, corpus)
+    folder, key = run.keeper.folder, RunKeys.of(run.token).key
+    for file in folder.iterdir():
+        file.write_bytes(first_format(file.read_bytes(), key))
+    old_snapshot = (folder / "snap-12").read_bytes()
+
+    restored = new_store(tmp_path).restore(run.token)
+    restored_snapshots_match(restored, run, [0, 3, 6, 9, 12, 15, 18, 21])
+    assert "No training was lost" in restored.run.notice and "dropped" not in restored.run.notice
+    steps(restored.run, 1)
+    assert restored.run.keeper.save(restored.run)
+    assert not any(file.read_bytes().startswith(b"RNNVIZr1") for file in folder.iterdir())
+
+    (folder / "snap-12").write_bytes((folder / "snap-0").read_bytes())
+    (folder / "snap-15").write_bytes(old_snapshot)  # a file of the first format, whose tag names no step
+    again = new_store(tmp_path).restore(run.token)
+    assert [step for step, _ in again.dropped] == [12, 15]
+    assert [s for s, _ in again.run.snapshots] == [0, 3, 6, 9, 18, 21, 24]
 
 
 def test_a_crash_between_write_and_rename_leaves_the_last_whole_save(tmp_path, corpus, monkeypatch):

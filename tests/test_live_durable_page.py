@@ -63,6 +63,26 @@ def test_a_damaged_saved_run_is_refused_in_words():
     assert not any("does not hold" in w.value for w in later.warning)  # one message, the one that says why
 
 
+def test_a_snapshot_copied_over_another_is_named_on_the_page_and_the_run_comes_back_without_it():
+    owner = hello_page()
+    run = step_until(owner, 1)
+    with run.lock:  # on to the run's second snapshot without a page rerun per chunk
+        while len(run.snapshots) < 2:
+            run.advance(0.0)
+        assert run.keeper.save(run)
+    token, (first, _), (last, _) = token_of(owner), run.snapshots[0], run.snapshots[-1]
+    (run.keeper.folder / f"snap-{last}").write_bytes((run.keeper.folder / f"snap-{first}").read_bytes())
+    restart_the_server()
+
+    later = open_page(PAGE, query={"run": token})
+    assert not later.exception, [e.value for e in later.exception]
+    back = later.session_state[LIVE_RUN_KEY]
+    assert back.step == run.step and [s for s, _ in back.snapshots] == [s for s, _ in run.snapshots[:-1]]
+    notice = " ".join(w.value for w in later.warning)
+    assert f"snapshot of step {last:,} (snap-{last}: another file was copied over it" in notice
+    assert "was dropped" in notice
+
+
 def test_a_folder_that_cannot_be_written_is_said_while_the_run_trains_on(monkeypatch):
     owner = hello_page()
     run = step_until(owner, 1)

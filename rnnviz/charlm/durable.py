@@ -4,22 +4,28 @@ after a restart, a crash or a deploy.
 A ``RunStore`` owns one folder (``RNNVIZ_RUN_DIR``, ``run_dir`` in ``.streamlit/rnnviz.toml``, else the
 platform's per-user state directory), created with mode 0700. Each run has a folder of its own in it, named by
 an HMAC-SHA-256 of the run's token, never by the token, so a listing of the folder leads to no address, and
-every file in it is authenticated with a key derived from the token: without the token nothing can be found or
-opened, and a foreign, forged or damaged file is refused in words before any of it is unpickled.
+every file in it is authenticated, together with its own name, with a key derived from the token: without the
+token nothing can be found or opened, and a foreign, forged or damaged file, or one copied over another of the
+run's files, is refused in words before any of it is unpickled.
 
     <store>/<name>/state       the run: its exact Trainer state (the checkpoint format of rnnviz.charlm.checkpoint),
                                settings, samples, snapshot steps, elapsed time, status, and its corpus (a
                                built-in one by name and SHA-256, other text in full)
-    <store>/<name>/snap-<step> one weight snapshot (written once: snapshots never change)
+    <store>/<name>/snap-<step> one weight snapshot (written once: snapshots never change); the state lists their steps
     <store>/<name>/progress    the step the run last reached (noted after every chunk) and whether it was still
                                training then, so a restore can say how many steps were lost
 
 Every file is written to a temporary name, flushed to disk and renamed over the old one, so a reader (or a
 restart after a crash between write and rename) only ever sees a whole file. A file is
 
-    MAGIC (8 bytes) | HMAC-SHA-256(key, MAGIC | body) (32 bytes) | body = torch.save(...) of plain values
+    MAGIC (8 bytes) | HMAC-SHA-256(key, MAGIC | file name | 0x00 | body) (32 bytes) | body = torch.save(...)
 
-and is read with ``torch.load(..., weights_only=True)`` after its tag checks out.
+and is read with ``torch.load(..., weights_only=True)`` after its tag checks out under the name it is read by, so
+``snap-0`` copied over ``snap-800`` is no snapshot of step 800. A restore takes the snapshots the state lists whose
+files check out, and says which it dropped: they only feed the hidden-cell explorer, while the state holds the
+weights. A state that does not check out refuses the whole run. Runs written before the name was authenticated
+(``LEGACY_MAGIC``: the tag covered MAGIC | body) are still read, whole, and their next save rewrites every file in
+today's format.
 
 ``RunKeeper`` is what a LiveRun holds (``LiveRun.keep_on``): it saves the run every ``save_every_s`` seconds of
 training or ``save_every_steps`` steps, whichever comes first, and when the run stops (Pause, the budget's end,
@@ -50,7 +56,7 @@ import torch
 from rnnviz.charlm.backend import SETTINGS_FILE, _file_settings  # [rnnviz] run_dir, save_every_s, …
 from rnnviz.charlm.checkpoint import FORMAT_VERSION, CheckpointError, _to_cpu_inplace, _validate
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, Corpus, CorpusError, load_builtin
-from rnnviz.charlm.live import LiveRun, LiveSettings, SampleRecord, Status
+from rnnviz.charlm.live import LiveRun, LiveSettings, SampleRecord, Status, light_copy
 from rnnviz.charlm.train import Trainer
 
 RUN_DIR_ENV = "RNNVIZ_RUN_DIR"  # where runs are saved; "off" keeps nothing
@@ -61,7 +67,8 @@ DEFAULT_RETENTION_DAYS = 7.0  # a run not opened for this long is deleted
 DEFAULT_MAX_TOTAL_MB = 5_000  # the whole folder; the oldest runs go first beyond it
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a crash between write and rename
 
-MAGIC = b"RNNVIZr1"
+MAGIC = b"RNNVIZr2"  # the tag covers the file's name too
+LEGACY_MAGIC = b"RNNVIZr1"  # the first format: the tag covered MAGIC | body, so a file's name was not authenticated
 TAG_BYTES = 32
 STATE_FORMAT = 1
 
@@ -129,13 +136,16 @@ def store_setting(environ: dict | None = None, settings_file: Path = SETTINGS_FI
 class Restored:
     """A run read back from disk: the run (paused), the step it was saved at, the step it had reached by its last
     progress note (None when unknown), whether it was still training then (the process stopped in the middle of
-    training, so a chunk after the note may be lost too), and when it was saved (Unix time)."""
+    training, so a chunk after the note may be lost too), when it was saved (Unix time), and the weight snapshots
+    its state lists and those of them left out."""
 
     run: LiveRun
     saved_step: int
     reached_step: int | None
     was_training: bool
     saved_at: float
+    listed_snapshots: int = 0  # the weight snapshots the saved state lists
+    dropped: tuple[tuple[int, str], ...] = ()  # (step, why) of each listed snapshot whose file did not check out
 
     @property
     def lost_steps(self) -> int:
@@ -164,24 +174,51 @@ class RunKeys:
                    hmac.new(secret, b"rnnviz run files", hashlib.sha256).digest())
 
 
-def _seal(key: bytes, value) -> bytes:
+def _tag(key: bytes, name: str, body: bytes) -> bytes:
+    return hmac.new(key, MAGIC + name.encode("ascii") + b"\0" + body, hashlib.sha256).digest()
+
+
+def _seal(key: bytes, value, name: str) -> bytes:
+    """``value`` as the file ``name`` of a run folder: authentic under that name only."""
     buffer = io.BytesIO()
     torch.save(value, buffer)
     body = buffer.getvalue()
-    return MAGIC + hmac.new(key, MAGIC + body, hashlib.sha256).digest() + body
+    return MAGIC + _tag(key, name, body) + body
 
 
-def _unseal(key: bytes, raw: bytes, what: str):
-    if len(raw) < len(MAGIC) + TAG_BYTES or not raw.startswith(MAGIC):
-        raise StoredRunError(f"The saved {what} is not an rnnviz run file (or is truncated); it was not read.")
+def _snapshot_name(step: int) -> str:
+    return f"snap-{step}"
+
+
+class _Refused(StoredRunError):
+    """A file that did not check out; ``why`` says so in a few words, for a list of dropped snapshots."""
+
+    def __init__(self, message: str, why: str):
+        super().__init__(message)
+        self.why = why
+
+
+def _unseal(key: bytes, raw: bytes, what: str, name: str, legacy: bool = False):
+    """The value in the file ``name``, read only when its tag checks out under that name (or, with ``legacy``, is
+    a whole file of the first format)."""
+    magic = raw[:len(MAGIC)]
+    if len(raw) < len(MAGIC) + TAG_BYTES or magic not in (MAGIC, LEGACY_MAGIC):
+        raise _Refused(f"The saved {what} is not an rnnviz run file (or is truncated); it was not read.",
+                       "truncated, or not an rnnviz run file")
     tag, body = raw[len(MAGIC):len(MAGIC) + TAG_BYTES], raw[len(MAGIC) + TAG_BYTES:]
-    if not hmac.compare_digest(tag, hmac.new(key, MAGIC + body, hashlib.sha256).digest()):
-        raise StoredRunError(f"The saved {what} does not belong to this address or was altered on disk, so it was "
-                             "refused without being read.")
+    if magic == MAGIC:
+        authentic = hmac.compare_digest(tag, _tag(key, name, body))
+    else:  # a file of the first format, whose name no tag covers, is taken only among files of that format
+        authentic = legacy and hmac.compare_digest(tag, hmac.new(key, LEGACY_MAGIC + body, hashlib.sha256).digest())
+    if not authentic:
+        raise _Refused(f"The saved {what} does not belong to this address or was altered on disk, so it was "
+                       "refused without being read.",
+                       "another file was copied over it, or it was altered on disk")
     try:
         return torch.load(io.BytesIO(body), weights_only=True, map_location="cpu")
     except Exception as err:  # a file we wrote and authenticated, but that torch cannot read: a newer format
-        raise StoredRunError(f"The saved {what} could not be read ({type(err).__name__}).") from None
+        raise _Refused(f"The saved {what} could not be read ({type(err).__name__}).",
+                       f"unreadable ({type(err).__name__})") from None
 
 
 def _write_atomically(path: Path, data: bytes, sync: bool = True) -> None:
@@ -277,24 +314,26 @@ class RunStore:
             restored.run.token = token
         return restored
 
-    def _read_state(self, keys: RunKeys) -> dict | None:
+    def _read_state(self, keys: RunKeys) -> tuple[dict, bool] | None:
+        """(the run's state, whether it was written in the first format); None when nothing is saved."""
         try:
             raw = (self.folder / keys.name / "state").read_bytes()
         except FileNotFoundError:
             return None
         except OSError as err:
             raise StoredRunError(f"The saved run could not be read: {err.strerror or err}.") from None
-        state = _unseal(keys.key, raw, "run")
+        state = _unseal(keys.key, raw, "run", "state", legacy=True)
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise StoredRunError("The saved run was written by another version of rnnviz and cannot be restored.")
-        return state
+        return state, raw.startswith(LEGACY_MAGIC)
 
     def saved_checkpoint(self, keys: RunKeys):
         """The checkpoint (rnnviz.charlm.checkpoint.Checkpoint) of the run saved under ``keys``, without building
         the run: the step and exact state a lost Ray worker's run resumes from. None when nothing is saved."""
-        state = self._read_state(keys)
-        if state is None:
+        read = self._read_state(keys)
+        if read is None:
             return None
+        state, _ = read
         try:
             return _validate(state["checkpoint"])
         except (CheckpointError, KeyError, TypeError, ValueError) as err:
@@ -303,9 +342,10 @@ class RunStore:
     def restore_keys(self, keys: RunKeys) -> Restored | None:
         """``restore`` for whoever holds the run's keys but not its token (a Ray actor): the run has no token."""
         folder = self.folder / keys.name
-        state = self._read_state(keys)
-        if state is None:
+        read = self._read_state(keys)
+        if read is None:
             return None
+        state, legacy = read
         try:
             checkpoint = _validate(state["checkpoint"])
             corpus = self._corpus(state["corpus"])
@@ -316,7 +356,10 @@ class RunStore:
             trainer.load_state_dict(checkpoint.trainer_state)
             run = LiveRun(trainer, corpus.name, LiveSettings(**state["settings"]))
             run.samples = [SampleRecord(**s) for s in state["samples"]]
-            run.snapshots = [(step, self._snapshot(keys, step)) for step in state["snapshot_steps"]]
+            listed = [int(step) for step in state["snapshot_steps"]]
+            run.snapshots, dropped = self._snapshots(keys, listed, legacy)
+            if not run.snapshots:  # the explorer needs one at least: the state's own weights, which checked out
+                run.snapshots = [(run.step, light_copy(run.trainer.model))]
             run.snapshot_every = int(state["snapshot_every"])
             run.elapsed = float(state["elapsed"])
         except StoredRunError:
@@ -326,18 +369,20 @@ class RunStore:
         except (KeyError, TypeError, ValueError, RuntimeError) as err:
             raise StoredRunError(f"The saved run is malformed ({type(err).__name__}: {err}).") from None
         saved_step, saved_at = run.step, float(state["saved_at"])
-        reached, was_training = self._progress(keys)
+        reached, was_training = self._progress(keys, legacy)
         if run.step >= run.settings.step_budget:
             run.status = Status.FINISHED
         elif run.step > 0 or run.samples:
             run.status = Status.PAUSED
         known = reached is not None and reached >= saved_step
-        restored = Restored(run, saved_step, reached if known else None, was_training or not known, saved_at)
+        restored = Restored(run, saved_step, reached if known else None, was_training or not known, saved_at,
+                            len(listed), tuple(dropped))
         run.message = f"Paused at step {run.step:,}, as it was saved. Start continues from here."
         run.notice = restore_notice(restored)
         keeper = self.keeper(run, keys)
         keeper.saved_step, keeper.saved_elapsed = saved_step, run.elapsed
-        keeper.written = {step: id(weights) for step, weights in run.snapshots}
+        # a first-format snapshot is written again, in today's format, by the next save
+        keeper.written = {} if legacy else {step: id(weights) for step, weights in run.snapshots}
         run.keep_on(keeper)
         os.utime(folder / "state")  # opened now: the retention period starts again
         return restored
@@ -356,20 +401,34 @@ class RunStore:
             return corpus
         return Corpus(name, text)
 
-    def _snapshot(self, keys: RunKeys, step: int) -> dict:
-        try:
-            raw = (self.folder / keys.name / f"snap-{step}").read_bytes()
-        except OSError:
-            raise StoredRunError(f"The weight snapshot of step {step:,} is missing from the saved run.") from None
-        weights = _unseal(keys.key, raw, f"snapshot of step {step:,}")
-        if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
-            raise StoredRunError(f"The weight snapshot of step {step:,} is malformed.")
-        return weights
+    def _snapshots(self, keys: RunKeys, steps: list[int], legacy: bool) -> tuple[list, list[tuple[int, str]]]:
+        """([(step, weights)] of the listed snapshots whose files check out, [(step, why)] of the others)."""
+        kept, dropped = [], []
+        for step in steps:
+            try:
+                raw = (self.folder / keys.name / _snapshot_name(step)).read_bytes()
+            except FileNotFoundError:
+                dropped.append((step, "missing"))
+                continue
+            except OSError as err:
+                dropped.append((step, f"unreadable ({err.strerror or err})"))
+                continue
+            try:
+                weights = _unseal(keys.key, raw, f"snapshot of step {step:,}", _snapshot_name(step), legacy)
+            except _Refused as refused:
+                dropped.append((step, refused.why))
+                continue
+            if isinstance(weights, dict) and weights and all(isinstance(v, torch.Tensor) for v in weights.values()):
+                kept.append((step, weights))
+            else:
+                dropped.append((step, "malformed"))
+        return kept, dropped
 
-    def _progress(self, keys: RunKeys) -> tuple[int | None, bool]:
+    def _progress(self, keys: RunKeys, legacy: bool) -> tuple[int | None, bool]:
         """(the step of the run's last progress note, whether it was training then); (None, True) unknown."""
         try:
-            note = _unseal(keys.key, (self.folder / keys.name / "progress").read_bytes(), "progress note")
+            note = _unseal(keys.key, (self.folder / keys.name / "progress").read_bytes(), "progress note", "progress",
+                           legacy)
             return int(note["step"]), bool(note["training"])
         except (OSError, StoredRunError, KeyError, TypeError, ValueError):
             return None, True
@@ -448,16 +507,32 @@ def restore_notice(restored: Restored) -> str:
     said = (f"This run was restored from disk, where it was saved at step {restored.saved_step:,} ({saved}): the "
             "server restarted, or the run's tab was closed for a while. ")
     if restored.reached_step is None:
-        return said + "How far it trained after that save is not known. Start continues from the saved step."
-    if restored.lost_steps:
+        said += "How far it trained after that save is not known. Start continues from the saved step."
+    elif restored.lost_steps:
         steps = f"{restored.lost_steps:,} step{'s' if restored.lost_steps != 1 else ''}"
         more = " (or a chunk more: it was training when the server stopped)" if restored.was_training else ""
-        return (said + f"It had trained on to step {restored.reached_step:,}{more}, so the {steps} after that save "
-                "were lost. Start continues from the saved step.")
-    if restored.was_training:
-        return (said + "It was training when the server stopped, so at most one chunk of steps (under a second) "
-                "after that save was lost. Start continues from the saved step.")
-    return said + "No training was lost. Start continues from here."
+        said += (f"It had trained on to step {restored.reached_step:,}{more}, so the {steps} after that save "
+                 "were lost. Start continues from the saved step.")
+    elif restored.was_training:
+        said += ("It was training when the server stopped, so at most one chunk of steps (under a second) "
+                 "after that save was lost. Start continues from the saved step.")
+    else:
+        said += "No training was lost. Start continues from here."
+    return said + dropped_snapshots_notice(restored)
+
+
+def dropped_snapshots_notice(restored: Restored) -> str:
+    """The weight snapshots a restore left out, each with its file and why; "" when none was."""
+    if not restored.dropped:
+        return ""
+    count = len(restored.dropped)
+    which = ", ".join(f"{step:,} ({_snapshot_name(step)}: {why})" for step, why in restored.dropped)
+    kept = restored.listed_snapshots - count
+    rest = (f"the other {kept:,} came back" if kept else
+            "none came back, so that history starts again from the run's weights as saved")
+    return (f" The weight snapshot{'s' if count != 1 else ''} of step{'s' if count != 1 else ''} {which} "
+            f"{'were' if count != 1 else 'was'} dropped from the hidden-cell explorer's history; {rest}. The run's "
+            "own weights and training state are whole.")
 
 
 class RunKeeper:
@@ -502,15 +577,16 @@ class RunKeeper:
             self.folder.mkdir(exist_ok=True, mode=0o700)
             for step, weights in run.snapshots:
                 if self.written.get(step) != id(weights):
-                    _write_atomically(self.folder / f"snap-{step}", _seal(self.keys.key, weights))
+                    name = _snapshot_name(step)
+                    _write_atomically(self.folder / name, _seal(self.keys.key, weights, name))
                     self.written[step] = id(weights)
-            _write_atomically(self.folder / "state", _seal(self.keys.key, self._state(run)))
+            _write_atomically(self.folder / "state", _seal(self.keys.key, self._state(run), "state"))
             self._note_progress(run, run.is_active and not final)
-            kept = {f"snap-{step}" for step, _ in run.snapshots}
+            kept = {_snapshot_name(step) for step, _ in run.snapshots}
             for entry in self.folder.glob("snap-*"):
-                if entry.name not in kept:
+                if entry.name not in kept:  # thinned out, or a file a restore dropped
                     entry.unlink(missing_ok=True)
-                    self.written.pop(int(entry.name[len("snap-"):]), None)
+            self.written = {step: written for step, written in self.written.items() if _snapshot_name(step) in kept}
         except OSError as err:
             self.failed_at = run.elapsed
             self.error = err.strerror or str(err)
@@ -544,7 +620,7 @@ class RunKeeper:
         if (run.step, training) == self._noted:
             return
         try:
-            note = _seal(self.keys.key, {"step": run.step, "training": training})
+            note = _seal(self.keys.key, {"step": run.step, "training": training}, "progress")
             _write_atomically(self.folder / "progress", note, sync=False)  # after every chunk: kept light
             self._noted = (run.step, training)
         except OSError:
