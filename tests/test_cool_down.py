@@ -14,7 +14,7 @@ from rnnviz.charlm.cooldown import MAX_COOL_SECONDS, CoolingTrainer, cool_down_s
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.live import LiveRun, LiveSettings, Status
 from rnnviz.charlm.slots import TrainingSlots
-from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer
 
 TEXT = ("the quick brown fox jumps over the lazy dog. " * 40) + ("a bird in the hand is worth two in the bush. " * 40)
 # a high constant rate: the weights keep moving, which a cool-down settles
@@ -37,12 +37,25 @@ def test_a_cool_down_is_a_quarter_of_the_run_s_time_so_20_percent_of_the_copy_s_
     assert cool_down_seconds(600.0) == MAX_COOL_SECONDS  # a class waits at most 30 s after ten minutes
 
 
+def at_speed(chars_per_s: float) -> StepRecord:
+    return StepRecord(step=1, loss=1.0, grad_norm=1.0, lr=NOISY.lr, chars_per_s=chars_per_s, seconds=1.0)
+
+
 def test_the_cool_down_s_steps_are_its_seconds_at_the_run_s_recent_speed():
     run = Trainer(NOISY, corpus())
-    run.run(20)
-    steps_per_s = run.chars_per_second / run.chars_per_step
-    assert cool_down_steps(run) == max(1, round(cool_down_seconds(run.seconds) * steps_per_s))
-    assert cool_down_steps(Trainer(NOISY, corpus())) == 1  # no step taken yet: no speed, the least there is
+    assert cool_down_steps(run) == 1  # no step taken yet: no speed, the least there is
+    assert run.chars_per_step == 8 * 16
+    # the last 20 steps: 9 at 1,000 chars/s, 2 at 1,280, 9 at 2,000, so a median of 1,280 chars/s = 10 steps/s;
+    # five faster steps before them no longer count
+    run.history = [at_speed(9_000.0)] * 5 + [at_speed(1_000.0)] * 9 + [at_speed(1_280.0)] * 2 + [at_speed(2_000.0)] * 9
+    run.seconds = 40.0
+    assert cool_down_steps(run) == 100  # 10 s of cool-down at 10 steps/s
+    run.seconds = 100.0
+    assert cool_down_steps(run) == 250  # 25 s
+    run.seconds = 600.0
+    assert cool_down_steps(run) == 300  # 150 s capped at 30 s
+    run.seconds = 0.02
+    assert cool_down_steps(run) == 1  # 0.005 s is 0.05 of a step: one step at least
 
 
 def test_the_branch_s_learning_rate_falls_linearly_from_the_run_s_to_zero():
@@ -222,3 +235,18 @@ def test_turning_the_cool_down_off_midway_drops_it_and_the_run_reads_as_itself()
     run.update_settings(replace(run.settings, cool_down=False))
     assert not run.cools_down and run.cooling is None and run.cool_down_progress() is None
     assert run.reader_model().step == run.step
+
+
+def test_a_cool_down_finished_within_one_call_is_dropped_with_the_setting_and_readers_take_the_run():
+    run, slots = live(), TrainingSlots(1)
+    run.step_once(slots, "me", 0.0)  # one step in t seconds: a cool-down of t/4 s at 1/t steps/s, rounded up to 1
+    assert run.step == 1
+    run.cool(slots, "me", 0.0)
+    cooled = run.cooled_copy()
+    assert cooled is not None and cooled.steps == 1 and run.reader_model().step == 2  # done in that one call
+    run.update_settings(replace(run.settings, cool_down=False))
+    assert run.cooled_copy() is None and not run.cools_down
+    reader = run.reader_model()
+    assert reader.step == run.step == 1
+    assert same_tensors(reader.model.state_dict(), run.trainer.model.state_dict())
+    assert not same_tensors(reader.model.state_dict(), cooled.model.state_dict())

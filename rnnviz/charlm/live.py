@@ -334,9 +334,11 @@ class LiveRun:
         return origin != self._cool_failed and (self.cooled is None or self.cooled.origin != origin)
 
     def cooled_copy(self) -> CooledCopy | None:
-        """The cooled copy of the run's weights as they are, while the run stands still; None otherwise."""
+        """The cooled copy of the run's weights as they are, while the run stands still with ``cool_down`` on; None
+        otherwise."""
         cooled = self.cooled
-        if cooled is None or self.is_active or cooled.origin != _weights_version(self.trainer.model):
+        if (cooled is None or not self.settings.cool_down or self.is_active
+                or cooled.origin != _weights_version(self.trainer.model)):
             return None
         return cooled
 
@@ -456,8 +458,8 @@ class LiveRun:
     def update_settings(self, settings: LiveSettings) -> None:
         """New budget or schedule; a finished run with a larger budget can be started again."""
         self.settings = settings
-        if not settings.cool_down:
-            self.cooling = None
+        if not settings.cool_down:  # the copy under way, and one already cooled: readers take the run itself
+            self.cooling = self.cooled = None
         if self.remote is not None:
             self.remote.update_settings(settings)
         if self.status == Status.FINISHED and self.step < settings.step_budget:
