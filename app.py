@@ -9,6 +9,8 @@ import pandas  # noqa: F401
 import streamlit as st
 
 from rnnviz.core.runtime import configure_cpu
+from rnnviz.ui.app.errors import error_boundary
+from rnnviz.ui.app.lone_surrogates import install_repair, say_repaired_text
 from rnnviz.ui.app.navigation import build_navigation, course_footer, render_sidebar
 from rnnviz.ui.app.presenting import presenting_switch
 from rnnviz.ui.app.sessions import limit_malloc_arenas, reap_expired_sessions, start_session_sweeper
@@ -24,9 +26,12 @@ limit_malloc_arenas()  # a closed tab's memory comes back to the system over a d
 warm_up_once()
 reap_expired_sessions()
 start_session_sweeper()  # once per process: closed tabs are freed even when nobody runs a script any more
+install_repair()  # once per process: a text with half a character no longer cuts its tab off
+say_repaired_text()  # text this tab sent with half a character: said once, in a toast
 page = build_navigation()
 render_sidebar(page.url_path)
 st.html(page_css(st.context.theme.type))
 presenting_switch()  # before the page: a link's ?present=1 takes effect on its first screen
-page.run()
+with error_boundary(f"the page “{page.title}”"):  # a failure is said in words; its traceback goes to the log
+    page.run()
 course_footer(page.title)  # after the page: a page that stops early (st.stop) ends without it

@@ -3,6 +3,7 @@ section at a time (the section is in the address, so a teacher can link straight
 
 import streamlit as st
 
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.kit.links import (
     LinkParam,
     format_bool,
@@ -46,7 +47,7 @@ restore_from_link(sections.PAGE, LINK)
 
 # The picker, the open section and its controls change nothing above them: one fragment, so that a move reruns it
 # alone (not the navigation, the sidebar and the title).
-@st.fragment
+@fragment
 def one_section() -> None:
     sections.keep_settings()  # here: a section switch is a run of this fragment alone, which drops the other's widgets
     with st.container(horizontal=True, vertical_alignment="bottom"):

@@ -14,6 +14,7 @@ from rnnviz.figures.handbuilt import (
     truth_verdict,
 )
 from rnnviz.lessons.handbuilt import DEFAULT_BITS, MAX_BITS, HandConfig, format_bits, parse_bits
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.kit.stepper import step_controls
 from rnnviz.ui.kit.widgets import literal, page_header, plot
@@ -60,7 +61,7 @@ config = HandConfig(bits=bits, weights=weights, nonlinearity=nonlinearity)
 # The stepper (and the quiz's answers) change what is below and nothing above: one fragment, so that a step reruns
 # it alone (not the navigation, the sidebar, the title and the weight editor). The bits, the nonlinearity, the quiz
 # switch and the weights rerun the page, and hand this fragment its config.
-@st.fragment
+@fragment
 def stepped(config: HandConfig, quiz: bool) -> None:
     bits, weights, nonlinearity = config.bits, config.weights, config.nonlinearity
     run = hand_run(config)

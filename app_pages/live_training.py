@@ -3,9 +3,10 @@
 import streamlit as st
 
 from rnnviz.figures import live as figures
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.app.presenting import presenting
 from rnnviz.ui.app.server import training_slots
-from rnnviz.ui.kit.widgets import page_header, plot
+from rnnviz.ui.kit.widgets import page_header, plot, text_block
 from rnnviz.ui.live import corpus as live_corpus
 from rnnviz.ui.live import pending as live_pending
 from rnnviz.ui.live import run as live
@@ -87,7 +88,7 @@ with controls_area:
                       help="Changes them for the next steps without losing the weights (also after a blow-up).")
 
 
-@st.fragment(run_every=live.RERUN_EVERY)
+@fragment(run_every=live.RERUN_EVERY)
 def training_panel() -> None:
     """Reruns by itself while the run trains: draws the run as it stands, then trains one chunk."""
     run = live.current_run()
@@ -103,7 +104,7 @@ def training_panel() -> None:
         st.rerun()  # finished or halted by itself: the controls change too
 
 
-@st.fragment(run_every=live.RERUN_EVERY)
+@fragment(run_every=live.RERUN_EVERY)
 def cooling_panel() -> None:
     """Reruns by itself while a stopped run's copy cools down: draws the run and the cool-down's bar, then cools
     one chunk."""
@@ -116,12 +117,12 @@ def cooling_panel() -> None:
         st.rerun()  # the cooled copy is ready: the samples below take it
 
 
-@st.fragment
+@fragment
 def stopped_panel() -> None:
     watch.watch_panel(live.current_run())
 
 
-@st.fragment(run_every=live.FOLLOW_EVERY)
+@fragment(run_every=live.FOLLOW_EVERY)
 def follow_other_tabs(drawn: tuple) -> None:
     """While the run stands still here, another tab of it may Start, Step or Reset it: redraw when it did."""
     if live.run_state(live.current_run()) != drawn:
@@ -158,7 +159,7 @@ with upload_col:
 # --- Sample it ---------------------------------------------------------------------------------------------------
 
 
-@st.fragment
+@fragment
 def sampling_section() -> None:
     st.header("Sample it")
     source = sampling.choose_source()
@@ -178,7 +179,7 @@ def sampling_section() -> None:
                        on_click=sampling.resample_live, width="stretch")
     elif source.key == "live":
         st.caption(sampling.drawn_from(drawn_at))
-    st.code(text, language=None, wrap_lines=True)
+    text_block(text)
     training = sampling.memorised_text(source)
     if training is not None:
         watch.where_it_leaves(text, training, shown=watch.LEAVES_SHOWN)
@@ -186,13 +187,13 @@ def sampling_section() -> None:
         st.markdown("**The most probable continuations**, with their total log-probability Σ ln p:")
         for rank, beam in enumerate(result.beams[:5], start=1):
             st.markdown(f"{rank}. ln p = {beam.log_prob:.2f}")
-            st.code(request.prime + beam.text, language=None, wrap_lines=True)
+            text_block(request.prime + beam.text)
 
     st.subheader("Same seed, different temperature")
     cols = st.columns(len(sampling.SIDE_BY_SIDE))
     for col, (tau, sample_text) in zip(cols, sampling.side_by_side(source, request)):
         col.markdown(f"**τ = {tau:g}**")
-        col.code(request.prime + sample_text, language=None, wrap_lines=True)
+        text_block(request.prime + sample_text, col)
 
     st.subheader("What comes next?")
     if len(text) >= 2:

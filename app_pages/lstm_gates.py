@@ -7,6 +7,7 @@ from rnnviz.core.charmodel import CharModel
 from rnnviz.core.config import shape_label
 from rnnviz.figures import gates as figures
 from rnnviz.lessons import gates
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.kit.cache import shared_figure
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_float_in, restore_from_link, share_link
@@ -62,7 +63,7 @@ def saturation(model_key: tuple, _model: CharModel, vocab_chars: str, text: str)
     return gates.gate_saturation(_model, Vocab(vocab_chars).encode(text))
 
 
-@st.fragment
+@fragment
 def one_number_through_the_gates() -> None:
     st.header("1. One number through the gates")
     st.markdown(f"Follow one component of the cell, starting from $c_{{t-1}} = {C_PREV}$. Set the gates by "
@@ -103,7 +104,7 @@ def one_number_through_the_gates() -> None:
         st.metric(r"written, $i \cdot g$", f"{trace.written:.3f}")
 
 
-@st.fragment
+@fragment
 def one_full_step() -> None:
     st.header("2. One full LSTM step, drawn")
     st.markdown(
@@ -140,7 +141,7 @@ def one_full_step() -> None:
         p3.metric("LSTM ÷ RNN", f"{counts['lstm'] / counts['rnn']:.2f}×")
 
 
-@st.fragment
+@fragment
 def gate_saturation() -> None:
     st.header("3. Gate saturation")
     st.markdown(

@@ -15,6 +15,7 @@ from rnnviz.lessons.stacked import (
     layer_parameters,
     parse_words,
 )
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.kit.cache import shared_figure
 from rnnviz.ui.kit.links import (
     LinkParam,
@@ -79,7 +80,7 @@ except ValueError as err:
 
 # The stepper changes the grid and the sentence under it, nothing else: one fragment, so that a step reruns it alone
 # (not the navigation, the sidebar, the title and the parameter tables). The controls above rerun the page.
-@st.fragment
+@fragment
 def grid(config: StackConfig, order: str) -> None:
     with st.container(horizontal=True, horizontal_alignment="right"):
         share_link(LINK)  # in here: the cell it names moves in here

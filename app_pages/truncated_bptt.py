@@ -4,6 +4,7 @@ import streamlit as st
 
 from rnnviz.figures.tbptt import chunk_figure, curves_figure, sweep_figure
 from rnnviz.lessons.tbptt import SweepConfig
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import (
     LinkParam,
@@ -51,7 +52,7 @@ for key, default in ((DELAY, 4), (LENGTH, 32), (STEPS, 800)):
 
 # Every control below changes only what is below: one fragment, so that a move reruns it alone (not the navigation,
 # the sidebar and the title's equations). Trained runs are cached, so the sweep's figures are redrawn from the cache.
-@st.fragment
+@fragment
 def chunks_and_sweep() -> None:
     col_d, col_l, col_steps, col_link = st.columns([3, 3, 3, 2], vertical_alignment="bottom")
     delay = col_d.slider("Delay D", 1, 12, key=DELAY)

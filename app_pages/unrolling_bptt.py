@@ -4,6 +4,7 @@ import streamlit as st
 
 from rnnviz.figures.unroll import gradient_sum_latex, step_contributions_figure, unrolled_figure
 from rnnviz.lessons.unroll import ATTACHMENTS, FEEDS, MAX_HIDDEN, MAX_STEPS, POOLS, UnrollConfig
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import (
     LinkParam,
@@ -50,7 +51,7 @@ st.session_state[GAIN] = round(st.session_state[GAIN] * 4) / 4
 
 # Every control below changes every figure below and nothing above: one fragment, so that a move reruns it alone
 # (not the navigation, the sidebar and the title's equations).
-@st.fragment
+@fragment
 def unrolled() -> None:
     col_t, col_h, col_gain = st.columns(3)
     steps = col_t.slider("Steps T", 2, MAX_STEPS, key=STEPS)

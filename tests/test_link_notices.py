@@ -63,3 +63,15 @@ def test_utf16_without_a_byte_order_mark_is_called_utf16_not_binary():
             corpus_from_user_text(raw)
     with pytest.raises(CorpusError, match="looks like a binary file"):
         corpus_from_user_text(bytes(range(256)) * 4)
+
+
+def test_a_junk_link_s_notice_quotes_a_bounded_part_of_it():
+    """A link of 100,000 characters in a value and 5,000 names in hide= makes notices of a few hundred characters."""
+    junk = "x" * 100_000
+    names = ",".join(f"n{i}" for i in range(5_000))
+    at = open_page("app_pages/gradient_decay.py", query={"sigma": junk, "hide": names})
+    notices = [w.value for w in at.warning if "link" in w.value]
+    assert len(notices) == 2, notices
+    assert all(len(notice) < 1_000 for notice in notices), [len(notice) for notice in notices]
+    assert all("more characters)" in notice for notice in notices)
+    assert "sigma=" + "x" * 40 + "… (99,960 more characters)" in notices[0]

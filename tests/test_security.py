@@ -62,6 +62,7 @@ def test_streamlit_config_is_classroom_safe():
     assert config["server"].get("enableXsrfProtection", True) is True
     assert config["runner"]["magicEnabled"] is False
     assert config["client"]["toolbarMode"] == "viewer"
+    assert config["client"]["showErrorDetails"] == "none"  # no traceback (the server's paths) in a browser
     assert config["browser"]["gatherUsageStats"] is False
 
 
@@ -71,6 +72,15 @@ def test_streamlit_config_keeps_the_server_thread_free_for_a_class():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["runner"]["postScriptGC"] is False
     assert config["server"]["fileWatcherType"] == "none"
+
+
+def test_every_fragment_runs_inside_the_error_boundary():
+    """Pages and ui packages declare fragments with rnnviz.ui.app.errors.fragment, never st.fragment itself, whose
+    failure would show its traceback."""
+    errors = ROOT / "rnnviz" / "ui" / "app" / "errors.py"
+    plain = [f"{p.relative_to(ROOT)}" for p in SOURCES if p != errors and re.search(r"\bst\.fragment\b", p.read_text())]
+    assert plain == []
+    assert sum(p.read_text().count("@fragment") for p in SOURCES) >= 22
 
 
 def test_engine_never_imports_streamlit():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from rnnviz.limits import quoted
 from rnnviz.ui.app.browser import browser_script
 from rnnviz.ui.app.registry import GROUPS, PAGES, PageSpec, course_neighbours, page_by_title
 from rnnviz.ui.app.text import literal
@@ -12,6 +13,7 @@ SEED_KEY = "seed"  # the sidebar's seed, read by every page through kit.widgets.
 SEED_PARAM = "seed"  # ?seed=7: every page's link carries the seed when it is not the default
 DEFAULT_SEED = 0
 MAX_SEED = 2**31 - 1
+LINK_VALUE_CHARS = 40  # of a link's bad value a notice quotes this much; its reason may quote it again, up to 200
 COURSE_FOOTER = "course_footer"  # the container of Previous and Next (its CSS class: st-key-course_footer)
 
 ABOUT = (
@@ -71,7 +73,8 @@ def restore_seed_from_link(page: str) -> None:
             raise ValueError(f"{value} is outside {DEFAULT_SEED}…{MAX_SEED}")
     except ValueError as err:
         st.warning(f"The seed in the link was not valid and was left at {DEFAULT_SEED}: "
-                   f"seed={literal(text[:40])} ({literal(err)})", icon=":material/link_off:")
+                   f"seed={literal(quoted(text, LINK_VALUE_CHARS))} ({literal(quoted(err))})",
+                   icon=":material/link_off:")
         return
     st.session_state[SEED_KEY] = value
 

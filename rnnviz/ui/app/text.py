@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import re
 
+from rnnviz.limits import name_bidi_controls
+
 # Characters that can start markup in Streamlit's markdown: emphasis, code, links and images, HTML and
 # autolinks, math, strikethrough, tables, entities, emoji and icon shortcodes, the "://" of a bare URL and
 # the "@" of a bare e-mail address; a bare "www." is broken up separately.
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>$~|&:@])")
 _BARE_WWW = re.compile(r"(?i)\b(www)\.")
-
-
-# Bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069): in user text, one of them
-# turns the rest of the sentence around it back to front ("U+202E" in a link reverses the notice quoting it).
-_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 _ON, _OFF = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
@@ -30,5 +27,4 @@ def literal(text: str) -> str:
     """User text (a file name, a link's value, an engine message quoting them) made literal inside
     st.markdown and alerts: markup characters are backslash-escaped, so they show as typed, and invisible
     bidirectional controls are shown by name (‹U+202E›) instead of reordering the words around them."""
-    escaped = _BARE_WWW.sub(r"\1\\.", _MARKDOWN.sub(r"\\\1", str(text)))
-    return _BIDI_CONTROLS.sub(lambda m: f"‹U+{ord(m.group()):04X}›", escaped)
+    return name_bidi_controls(_BARE_WWW.sub(r"\1\\.", _MARKDOWN.sub(r"\\\1", str(text))))

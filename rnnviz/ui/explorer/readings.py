@@ -22,6 +22,7 @@ from rnnviz.interpret.ngram import BUCKETS, RARE_WORD_COUNT, ErrorBreakdown, err
 from rnnviz.interpret.surprisal import Predictions
 from rnnviz.interpret.textfeatures import FEATURES
 from rnnviz.interpret.trajectory import nearest, project
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.explorer import data as ex
 from rnnviz.ui.explorer.choices import FEATURE, page_key
 from rnnviz.ui.explorer.sections import context_html, section_header
@@ -77,7 +78,7 @@ def _predictions_table(text: str, found: Predictions, chars: str, start: int, en
     })
 
 
-@st.fragment
+@fragment
 def surprise(trace_key: tuple, source, text: str) -> None:
     """Section 6: the prediction strip, the surprisal over the passage, and the most surprising characters."""
     section_header("surprise")
@@ -136,7 +137,7 @@ def _breakdown(text: str, model_probs: np.ndarray, models, ids, order: int, trai
     return found, float(np.mean((opening >= 0) & (position - opening >= order))), ngram_probs
 
 
-@st.fragment
+@fragment
 def against_ngram(trace_key: tuple, source, text: str, syntax: str) -> None:
     """Section 7: n-gram models of the training text on the same passage, and Karpathy et al.'s breakdown of
     the characters where the model and an n-gram differ."""
@@ -225,7 +226,7 @@ def _path_figure(states: np.ndarray, text: str, track: np.ndarray, label: str, a
     return projection, near, trajectory_figure(projection, text, track, label, at - start, near, offset=start)
 
 
-@st.fragment
+@fragment
 def state_path(trace_key: tuple, trace, text: str, tracks: dict, start: int, end: int) -> None:
     """Section 8: the state over the colouring's window on its first two principal axes, coloured by a feature;
     a click (or the position box) picks a character and marks the states nearest to it in all units."""

@@ -43,7 +43,7 @@ from rnnviz.ui.explorer.choices import (
 )
 from rnnviz.ui.kit.cache import shared_figure, shared_value
 from rnnviz.ui.kit.models import corpus_of, held_out_text, keep_known, model_id
-from rnnviz.ui.kit.widgets import literal, plot, seed, table
+from rnnviz.ui.kit.widgets import literal, name_bidi_controls, plot, seed, table, text_block
 
 # The page's sections by anchor: (header, short name for the contents line at the top).
 SECTIONS = {
@@ -337,7 +337,7 @@ def context_html(text: str, spans: list[tuple[int, int, str]], context: int = 30
     Every character goes through html.escape; whitespace is drawn visibly, as in the colouring.
     """
     def show(part: str) -> str:
-        return html.escape("".join(colortext.visible_char(c) for c in part))
+        return html.escape(name_bidi_controls("".join(colortext.visible_char(c) for c in part)))
 
     lines = [
         f'<div><span style="display:inline-block;width:200px">{html.escape(label)}</span>'
@@ -372,9 +372,9 @@ def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[C
     normal, intervened = ex.continuation(*args, None), ex.continuation(*args, iv)
     left, right = st.columns(2)
     left.markdown("**Untouched**")
-    left.code(prime + normal, language=None, wrap_lines=True)
+    text_block(prime + normal, left)
     right.markdown(f"**{on}_t of unit {cell.unit} held at {value:g}**")
-    right.code(prime + intervened, language=None, wrap_lines=True)
+    text_block(prime + intervened, right)
     if normal == intervened:
         st.caption("Identical: with this prime and these draws the model does not use this unit, or uses it too "
                    "little to change a single choice.")

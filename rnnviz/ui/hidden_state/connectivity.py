@@ -11,6 +11,7 @@ import torch
 from rnnviz.charlm.corpus import CorpusError
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret.connectivity import Connectivity, MeanConnectivity, connectivity, mean_connectivity
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.hidden_state.sections import SENTENCE_CHARS, Slot, page_key, sentence, slot_readers, slot_value
 from rnnviz.ui.kit.corpora import builtin_corpus
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_int_in
@@ -58,7 +59,7 @@ def draw_connectivity(slot_list: list[Slot]) -> None:
     draw_passage_connectivity(slot_list)
 
 
-@st.fragment
+@fragment
 def draw_sentence_connectivity(slot_list: list[Slot]) -> None:
     """Connectivity of one prediction for every model that reads the sentence; a change of t reruns this only."""
     st.subheader("How far back each one looks: connectivity")
@@ -176,7 +177,7 @@ def _tails(rnn: MeanConnectivity, lstm: MeanConnectivity, near: int, far: int) -
     return trend
 
 
-@st.fragment
+@fragment
 def draw_passage_connectivity(slot_list: list[Slot]) -> None:
     """The mean relative connectivity against d over a held-out passage, per model; computed on a click."""
     st.markdown("**Over a held-out passage.** One sentence and one t is one sample. Below, the same for every "

@@ -22,13 +22,14 @@ from rnnviz.charlm.presets import ALL_PRESETS, MINGRU_PRESET, SHAKESPEARE_3_MIN,
 from rnnviz.charlm.race import Race, RaceRunner, RaceStatus, load_average
 from rnnviz.charlm.speed import count_parameters
 from rnnviz.figures import race as figures
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.app.server import race_registry, training_slots
 from rnnviz.ui.kit.address import HeldInAddress
 from rnnviz.ui.kit.baselines import line_losses
 from rnnviz.ui.kit.corpora import CORPUS_LABELS, builtin_corpus, needs_download
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, format_bool, parse_bool, parse_choice
-from rnnviz.ui.kit.widgets import literal, plot
+from rnnviz.ui.kit.widgets import literal, plot, text_block
 
 PAGE = "hidden_state_race"
 page_key = PageKeys(PAGE)
@@ -242,7 +243,7 @@ def _controls(runner: RaceRunner | None) -> None:
                    help="Lets these models go and races fresh ones with the settings above.")
 
 
-@st.fragment(run_every=POLL_S)
+@fragment(run_every=POLL_S)
 def _live_panel() -> None:
     """Redraws by itself while the race runs; the thread trains meanwhile."""
     runner = current_runner()
@@ -254,7 +255,7 @@ def _live_panel() -> None:
         st.rerun()  # finished, paused by itself, or stopped on an error: the controls change too
 
 
-@st.fragment
+@fragment
 def _still_panel() -> None:
     _draw(current_runner())
 
@@ -299,6 +300,6 @@ def _draw(runner: RaceRunner) -> None:
             if samples:
                 st.caption(f"Sample at {samples[-1].mark:g} s (step {samples[-1].step:,}, τ = "
                            f"{race.temperature:g}, same seed every time):")
-                st.code(samples[-1].text, language=None, wrap_lines=True)
+                text_block(samples[-1].text)
             else:
                 st.caption(f"Its first sample comes at {race.marks[0]:g} s of training.")

@@ -25,6 +25,7 @@ from rnnviz.charlm.live import still_copy
 from rnnviz.core.config import shape_label
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret import hidden_state as hs
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.hidden_state.race import current_runner
 from rnnviz.ui.kit.cache import session_value, value_for
 from rnnviz.ui.kit.keys import PageKeys
@@ -267,7 +268,7 @@ def _carried_at(model, ids: torch.Tensor, t: int) -> tuple[str, int, list[fig.St
     return sizes_caption(carried), carried.window_start, fig.carried_strips(carried)
 
 
-@st.fragment
+@fragment
 def step_through(slot_list: list[Slot]) -> None:
     """The t slider, right above what it moves: the four carried states, the bytes against t and the
     Transformer's attention at t. A step of t reruns this fragment only."""
@@ -384,7 +385,7 @@ def readers_caption(queries: np.ndarray, weights: np.ndarray, text: str, s: int)
             "each reader spreads its own attention over every s ≤ t.")
 
 
-@st.fragment
+@fragment
 def who_attends(slot_list: list[Slot]) -> None:
     """For a character s the user clicks or picks, who attends to it; a pick reruns this fragment only."""
     slot = _transformer(slot_list)

@@ -21,7 +21,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from rnnviz.ui.app.navigation import DEFAULT_SEED, SEED_PARAM
+from rnnviz.limits import quoted
+from rnnviz.ui.app.navigation import DEFAULT_SEED, LINK_VALUE_CHARS, SEED_PARAM
 from rnnviz.ui.app.presenting import HIDE_PARAM, hidden_names, hide_controls
 from rnnviz.ui.app.text import on_off
 from rnnviz.ui.kit.widgets import literal, seed
@@ -133,13 +134,13 @@ def restore_from_link(page: str, params: Sequence[LinkParam]) -> None:
         try:
             st.session_state[param.key] = param.parse(text)
         except (ValueError, TypeError) as err:
-            ignored.append(f"{param.name}={literal(text[:40])} ({literal(err)})")
+            ignored.append(f"{param.name}={literal(quoted(text, LINK_VALUE_CHARS))} ({literal(quoted(err))})")
     if ignored:
         st.warning("Some settings in the link were not valid and were left at their defaults: " + "; ".join(ignored),
                    icon=":material/link_off:")
     if unknown:
         st.warning(f"{HIDE_PARAM}= in the link names controls this page does not have "
-                   f"({', '.join(literal(name[:40]) for name in unknown)}), so nothing was hidden for them. This page "
+                   f"({literal(quoted(', '.join(unknown)))}), so nothing was hidden for them. This page "
                    f"can hide: {', '.join(param.name for param in params)}.", icon=":material/link_off:")
 
 

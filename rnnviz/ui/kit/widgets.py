@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from rnnviz.figures import describe, scale_fonts
+from rnnviz.limits import name_bidi_controls
 from rnnviz.ui.app.navigation import DEFAULT_SEED, SEED_KEY
 from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
 from rnnviz.ui.app.registry import page_by_url
@@ -31,6 +32,12 @@ def page_header(url_path: str, intro: str, equation: str | None = None) -> None:
     st.markdown(intro)
     if equation:
         st.latex(equation)
+
+
+def text_block(text: str, where=None) -> None:
+    """Model output or a user's corpus as a wrapped code block (in ``where``, a column, or the page), with each
+    bidirectional control shown by name (‹U+202E›): in a code block it would still turn the text back to front."""
+    (st if where is None else where).code(name_bidi_controls(text), language=None, wrap_lines=True)
 
 
 def for_the_room(fig):

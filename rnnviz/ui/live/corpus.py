@@ -22,7 +22,7 @@ from rnnviz.charlm.corpus import (
 )
 from rnnviz.charlm.live import MAX_CORPUS_BYTES, holds_out
 from rnnviz.ui.kit.corpora import CORPUS_HELP, CORPUS_LABELS, builtin_corpus, needs_download
-from rnnviz.ui.kit.widgets import literal
+from rnnviz.ui.kit.widgets import literal, text_block
 from rnnviz.ui.live.setup import (
     ACTIVE_CORPUS,
     KEEP,
@@ -130,7 +130,7 @@ def corpus_summary(corpus: Corpus | None, pending_download: str | None = None) -
     if not holds_out(corpus):
         st.caption(memorises(corpus.name, corpus.text))
     with st.expander("Preview: the first 500 characters"):
-        st.code(corpus.text[:500], language=None, wrap_lines=True)
+        text_block(corpus.text[:500])
 
 
 def memorises(name: str, text: str) -> str:

@@ -18,7 +18,7 @@ from rnnviz.charlm.presets import matching_preset
 from rnnviz.core.config import shape_label
 from rnnviz.figures import live as figures
 from rnnviz.ui.kit.baselines import line_losses
-from rnnviz.ui.kit.widgets import literal, plot
+from rnnviz.ui.kit.widgets import literal, plot, text_block
 from rnnviz.ui.live.corpus import memorises
 from rnnviz.ui.live.setup import key
 
@@ -269,7 +269,7 @@ def latest_sample(run: LiveRun, bits: bool) -> None:
         st.markdown(f"Latest sample · {_sample_label(record, bits)}")
     primed = f" after the prime “{literal(record.prime)}”" if record.prime else ""
     if run.holds_out:
-        st.code(record.text, language=None, wrap_lines=True)
+        text_block(record.text)
     else:  # the text it was trained on is all there is: show where the sample leaves it, and why
         where_it_leaves(record.text, run.trainer.corpus.text, shown=LEAVES_SHOWN)
         st.caption(memorises(run.corpus_name, run.trainer.corpus.text))
@@ -296,11 +296,11 @@ def sample_history(run: LiveRun, bits: bool) -> None:
             cols = st.columns(2)
             for col, record in zip(cols, (early, latest)):
                 col.markdown(_sample_label(record, bits))
-                col.code(record.text, language=None, wrap_lines=True)
+                text_block(record.text, col)
     with st.container(height=420):
         for record in reversed(run.samples[-HISTORY_SHOWN:]):
             st.markdown(_sample_label(record, bits))
-            st.code(record.text, language=None, wrap_lines=True)
+            text_block(record.text)
 
 
 def watch_panel(run: LiveRun) -> None:
