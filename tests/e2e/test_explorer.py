@@ -76,6 +76,18 @@ def test_the_prediction_strip_and_a_click_on_the_states_path(page, base_url):
     wait_idle(page)
     screenshot_from(page, "[data-testid='stCaptionContainer']", "Characters 0–199", DOCS / "prediction-strip.png",
                     margin_px=70)
+    # "The most surprising characters": each label ("12.3 nats at 4,567; guessed '␣ space'") ends, as drawn, before
+    # the text it labels begins (a range measures the label's glyphs even where they overflow their box)
+    listing = main.locator("[data-testid='stHtml']").filter(has_text="nats at").filter(has_text="guessed")
+    labels = listing.evaluate("""box => [...box.querySelectorAll('span')]
+        .filter(span => / nats at [\\d,]+; guessed /.test(span.textContent) && span.children.length === 0)
+        .map(label => {
+            const range = document.createRange();
+            range.selectNodeContents(label);
+            const glyphs = range.getBoundingClientRect(), text = label.nextElementSibling.getBoundingClientRect();
+            return [label.textContent, glyphs.right <= text.left + 0.5 && glyphs.top < text.bottom];
+        })""")
+    assert labels and all(fits for _, fits in labels), labels
     chosen = page.locator(".st-key-explorer_path_at input")
     chosen.scroll_into_view_if_needed()
     before = int(chosen.input_value())

@@ -332,22 +332,21 @@ def pattern_search(trace_key: tuple, trace, text: str, tracks: dict, cell: CellI
 
 
 def context_html(text: str, spans: list[tuple[int, int, str]], context: int = 30) -> str:
-    """One line per span: its label, then the span highlighted between ``context`` characters either side.
-
-    Every character goes through html.escape; whitespace is drawn visibly, as in the colouring.
-    """
+    """One line per span: its label, then the span highlighted between ``context`` characters either side. Every
+    character goes through html.escape; whitespace is drawn visibly, as in the colouring."""
     def show(part: str) -> str:
         return html.escape(name_bidi_controls("".join(colortext.visible_char(c) for c in part)))
 
-    lines = [
-        f'<div><span style="display:inline-block;width:200px">{html.escape(label)}</span>'
-        f'<span style="{FADED}">{show(text[max(lo - context, 0):lo])}</span>'
+    lines = [  # two grid columns: a label takes its own width (never running over the text), the texts line up
+        f'<span class="context-label">{html.escape(label)}</span>'
+        f'<span class="context-text"><span style="{FADED}">{show(text[max(lo - context, 0):lo])}</span>'
         f'<span style="background:rgb(253,219,199);color:{ON_LIGHT};font-weight:600">{show(text[lo:hi])}</span>'
-        f'<span style="{FADED}">{show(text[hi:hi + context])}</span></div>'
+        f'<span style="{FADED}">{show(text[hi:hi + context])}</span></span>'
         for lo, hi, label in spans
     ]
     return ('<div style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:14px;line-height:1.6;'
-            'white-space:pre;overflow-x:auto">' + "".join(lines) + "</div>")
+            'white-space:pre;overflow-x:auto;display:grid;grid-template-columns:max-content max-content;'
+            'column-gap:1.5em">' + "".join(lines) + "</div>")
 
 
 def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[CellId], feature: str) -> None:
