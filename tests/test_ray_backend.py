@@ -40,10 +40,10 @@ def setting(tmp_path, address="local", every=60, restarts=0) -> BackendSetting:
     return BackendSetting(address, tmp_path, every, restarts, "the test")
 
 
-def ray_run(corpus, connection, settings=ENDLESS) -> LiveRun:
+def ray_run(corpus, connection, settings=ENDLESS, config=TINY) -> LiveRun:
     from rnnviz.charlm.ray_backend import train_on_ray
 
-    run = LiveRun.create(TINY, corpus, settings)
+    run = LiveRun.create(config, corpus, settings)
     run.token = secrets.token_urlsafe(32)
     return train_on_ray(run, connection)
 
@@ -170,6 +170,101 @@ def test_a_killed_actor_is_lost_with_the_steps_stated_and_resumes_from_its_check
     run.release()
 
 
+def test_pause_saves_the_run_at_its_step_and_a_second_server_opens_it_there(tmp_path, corpus):
+    """Pause writes the paused step to the run's folder (the disk had the step of the last scheduled save), and a
+    second server opens the paused run from there by its address (it said "does not hold") and trains it on. The
+    first server's copy then neither writes over that training on Start nor ends it when its session ends."""
+    import gc
+
+    from rnnviz.charlm.ray_backend import RayRun, connect, find_run
+
+    local_cluster()
+    connection = connect(setting(tmp_path, every=1_000_000))  # no save on schedule: the folder has the launch's
+    first_server = [ray_run(corpus, connection)]  # its session holds the run
+    run = first_server[0]
+    run.start()
+    tick_until(first_server, lambda: first_server[0].step >= 20, "20 steps")
+    run.pause()
+    paused = run.step
+    checkpoint = saved_checkpoint(run)
+    assert checkpoint.step == paused
+    assert_close(checkpoint.model.state_dict(), run.trainer.model.state_dict(), rtol=0, atol=0)
+    found = find_run(run.token, connection)  # another server's tab, opened on the run's address
+    assert found is not None and found is not run and isinstance(found.remote, RayRun)
+    assert found.status == Status.PAUSED and found.step == paused
+    assert_close(found.trainer.model.state_dict(), run.trainer.model.state_dict(), rtol=0, atol=0)
+    assert [s.step for s in found.samples] == [s.step for s in run.samples]
+    found.start()
+    tick_until([found], lambda: found.step > paused + 5, "the second server to train it on")
+    state_file = os.path.join(run.remote.run_folder, "state")
+    written = os.stat(state_file).st_mtime_ns
+    run.start()  # the first server's tab, still open on its paused copy
+    run.tick(UNUSED, "page", 0.2)
+    assert run.status == Status.PAUSED and run.remote.actor is None and run.step == paused
+    assert run.message == ("This run is training in another tab, on another server of this class: follow it there. "
+                           f"This tab's copy stays paused at step {paused:,}, so that it does not write over what "
+                           "that tab trains.")
+    assert os.stat(state_file).st_mtime_ns == written
+    session_end = run.remote._finalizer
+    del run
+    first_server.clear()  # its tab was closed and its session ended: what that server started goes
+    gc.collect()
+    assert not session_end.alive and saved(found)
+    at = found.step
+    tick_until([found], lambda: found.step > at + 5, "the second server's training to go on")
+    assert found.status == Status.RUNNING
+    found.release()
+
+
+def test_reset_in_a_second_server_s_tab_ends_the_run_for_its_owner(tmp_path, corpus):
+    """Reset in a tab on a second server ends the run in the owner's tab too, and nothing brings it back (the owner's
+    tab said that the worker was lost, and its Start brought the run back under the same address)."""
+    from rnnviz.charlm.ray_backend import connect, find_run
+
+    local_cluster()
+    connection = connect(setting(tmp_path, restarts=1))
+    run = ray_run(corpus, connection)
+    run.start()
+    tick_until([run], lambda: run.step > 0, "training")
+    elsewhere = find_run(run.token, connection)  # the second server's tab, on the run's address
+    elsewhere.release()  # its Reset, as the page's: the remote part first, then the run
+    elsewhere.discard()
+    tick_until([run], lambda: not run.is_active, "the owner's tab to see the reset")
+    assert run.discarded and run.status != Status.LOST, run.message
+    assert run.message == ("This run was reset in another tab, which discards it for good. Press Start for a new "
+                           "run.")
+    run.start()
+    run.tick(UNUSED, "page", 0.2)
+    assert not run.is_active and run.remote.actor is None
+    assert find_run(run.token, connection) is None and not saved(run)
+
+
+def test_a_closed_tab_s_actor_keeps_its_cpu_in_the_queue(tmp_path, corpus):
+    """Two CPUs, two runs training, then the first run's tab is closed: its page asks nothing any more, but its
+    actor holds its CPU until the session ends. A third run waits, and still says so once the queue's lease of the
+    first has run out; it said "a CPU is free" then, and the status page counted no run waiting."""
+    from rnnviz.charlm.ray_backend import NAMESPACE, RayConnection, RunQueueActor, connect
+
+    local_cluster()
+    lease_s = 0.5
+    shared = connect(setting(tmp_path))
+    queue = RunQueueActor().options(namespace=NAMESPACE, num_cpus=0).remote(lease_s=lease_s)
+    connection = RayConnection(shared.setting, True, shared.message, queue, where=shared.where)
+    closed, other, third = (ray_run(corpus, connection) for _ in range(3))
+    closed.start()
+    other.start()
+    tick_until([closed, other], lambda: closed.step > 0 and other.step > 0, "two runs training")
+    third.start()
+    # The page of ``closed`` ticks no more. Tick the others (the third one asks its place at every tick) until the
+    # queue has not heard of ``closed`` for well over its lease.
+    past_the_lease = time.monotonic() + 3 * lease_s
+    tick_until([other, third], lambda: time.monotonic() > past_the_lease, "the lease to run out")
+    assert third.status == Status.WAITING and "You are number 1 in the queue" in third.message, third.message
+    assert connection.cluster()["waiting"] == 1
+    for run in (closed, other, third):
+        run.release()
+
+
 def test_a_sigkilled_worker_restarts_by_itself_from_the_checkpoint(tmp_path):
     """With a real corpus: its text is far above Ray's inline limit for arguments (100 KiB), so were it an
     argument of the actor's constructor, Ray would keep it in the object store and a restart could not get it
@@ -203,7 +298,7 @@ def test_a_sigkilled_worker_restarts_by_itself_from_the_checkpoint(tmp_path):
 def test_the_token_finds_the_actor_again_from_another_replica(tmp_path, corpus):
     import gc
 
-    from rnnviz.charlm.ray_backend import NAMESPACE, connect, find_run
+    from rnnviz.charlm.ray_backend import NAMESPACE, RESET_MARK, connect, find_run
 
     local_cluster()
     connection = connect(setting(tmp_path))
@@ -230,8 +325,8 @@ def test_the_token_finds_the_actor_again_from_another_replica(tmp_path, corpus):
     assert os.path.exists(path)
     actor = ray.get_actor(name, namespace=NAMESPACE)
     assert ray.get(actor.info.remote(), timeout=30)["step"] >= at + 5
-    run.release()  # Reset by the owner frees both
-    assert not os.path.exists(path)
+    run.release()  # Reset by the owner frees both; of the run's folder only the mark that it was reset stays
+    assert os.listdir(path) == [RESET_MARK]
 
 
 def test_a_mirror_of_a_run_nobody_trains_frees_the_orphan_actor_and_keeps_its_checkpoint(tmp_path, corpus,

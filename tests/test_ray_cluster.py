@@ -11,7 +11,21 @@ import pytest
 from rnnviz.charlm.corpus import Corpus, english_docs_text
 from rnnviz.charlm.live import Status
 from tests.ray_clusters import beyond_loopback, listening_sockets, ray, shutdown_all, two_nodes
-from tests.test_ray_backend import actor_info, checkpoint_on_disk, past_a_checkpoint, ray_run, setting, tick_until
+from tests.test_ray_backend import (
+    RAY_INLINE_LIMIT,
+    TINY,
+    actor_info,
+    checkpoint_on_disk,
+    past_a_checkpoint,
+    ray_run,
+    saved_checkpoint,
+    setting,
+    tick_until,
+)
+
+# Its chunks' results (the weights among them) are above Ray's inline limit, so Ray keeps them in the object store
+# of the node that trained them until the page fetches them.
+WIDE = replace(TINY, hidden=128, embed_dim=16)
 
 
 @pytest.fixture(scope="module")
@@ -108,4 +122,47 @@ def test_a_run_whose_node_is_removed_comes_back_on_the_other_node(tmp_path, corp
     assert back == on_disk and run.step == back  # resumed from the checkpoint on disk, not from the start
     tick_until([run], lambda: run.step > back + 5, "training on the other node")
     assert actor_info(run)["node"] == head and run.status == Status.RUNNING
+    run.release()
+
+
+def test_a_node_lost_after_its_chunks_saved_the_run_loses_no_step(tmp_path, corpus, cluster):
+    """The worker's node is removed after its chunks in flight trained and saved the run, before the page fetched
+    their results, which go with the node: the checkpoint is newer than the page. Ray restarts the worker from it,
+    and the page goes forward to it and says that no step was lost (it raised ObjectReconstructionFailedError, and
+    with a chunk cut short after its save it said "-25 steps were lost")."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from rnnviz.charlm.ray_backend import connect
+
+    connection = connect(setting(tmp_path, address=cluster.address, every=1, restarts=1))  # every chunk saves
+    head = cluster.head_node.node_id
+    if not list(cluster.worker_nodes):  # the test before removed the cluster's worker node
+        cluster.add_node(num_cpus=1, object_store_memory=80_000_000)
+        cluster.wait_for_nodes()
+
+    @ray.remote(num_cpus=1)
+    class Blocker:  # holds the head's CPU, so that the run's actor goes to a worker node
+        def ready(self):
+            return True
+
+    blocker = Blocker.options(scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False)).remote()
+    ray.get(blocker.ready.remote())
+    run = ray_run(corpus, connection, config=WIDE)
+    run.start()
+    tick_until([run], lambda: run.step > 0, "training")
+    in_flight = list(run.remote.chunks)  # the page ticks no more: these run, and their results stay on the node
+    assert len(ray.wait(in_flight, num_returns=len(in_flight), timeout=60, fetch_local=False)[0]) == len(in_flight)
+    node = next(node for node in cluster.worker_nodes if node.node_id == actor_info(run)["node"])
+    shown, saved = run.step, saved_checkpoint(run)
+    assert saved.step > shown and sum(v.nbytes for v in saved.model.state_dict().values()) > RAY_INLINE_LIMIT
+    ray.kill(blocker)  # the head's CPU is free for the restart
+    cluster.remove_node(node)
+    tick_until([run], lambda: run.notice is not None and "restarted it by itself" in run.notice, "the restart",
+               timeout=120)
+    assert run.step == saved.step and run.status == Status.RUNNING
+    assert (f"lost at step {shown:,} (its process or node died). Ray restarted it by itself from the checkpoint of "
+            f"step {saved.step:,}: no step shown here was lost.") in run.notice
+    assert [r.step for r in run.trainer.history] == list(range(1, saved.step + 1))
+    tick_until([run], lambda: run.step > saved.step + 3, "training on the head node")
+    assert actor_info(run)["node"] == head
     run.release()

@@ -14,14 +14,16 @@ constructor gets only where to find it (a RunPlace: small values, which Ray keep
 reads it back; then the actor saves it every ``checkpoint_every`` steps (or 60 s) and at every stop. When the
 actor or its node dies, Ray restarts it with the same small arguments (``max_restarts``), it reads the newest
 save, and the page says how many steps were lost and trains on; once the restarts are spent, the run is LOST
-and Start resumes it from the folder. Pause, the budget's end and a halt bring the exact state back into the
-page's LiveRun and free the CPU.
+and Start resumes it from the folder. Pause, the budget's end and a halt save the run in its folder at that step,
+bring the exact state back into the page's LiveRun and free the CPU.
 
 Actors are named ``run-<digest of the run's token>`` in the namespace NAMESPACE: the token in a run's
-address finds the actor again from another replica (``find_run``); without the token nobody reaches it. An
-actor belongs to the server process that made it and is killed, and its folder deleted, when the run is garbage
-collected there (its session ended: Streamlit's disconnected-session TTL, as for an in-process model); a replica
-that only reattached a run mirrors it and deletes nothing.
+address finds the actor again from another replica (``find_run``), or the run's folder when no actor trains it
+(a paused run); without the token nobody reaches it. An actor belongs to the server process that made it and is
+killed, and its folder deleted, when the run is garbage collected there (its session ended: Streamlit's
+disconnected-session TTL, as for an in-process model); a replica that only reattached a run mirrors it and
+deletes nothing. Reset in any replica ends the run everywhere: it leaves a mark (RESET_MARK) in the run's folder,
+which a replica whose copy of the run sees its worker die, or is asked to Start it, reads there.
 
 ``connect`` joins (or starts) Ray once per process. Missing Ray, or a cluster that does not answer, is an
 unusable RayConnection whose message says so in words; the app then trains in this process.
@@ -32,9 +34,11 @@ No streamlit here.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import hashlib
 import logging
+import os
 import secrets
 import shutil
 import socket
@@ -56,14 +60,15 @@ from rnnviz.charlm.train import EvalRecord, Halt, StepRecord, Trainer
 _LOGGER = logging.getLogger(__name__)
 
 NAMESPACE = "rnnviz"  # every actor of the app lives here
-QUEUE_NAME = "rnnviz-queue-2"  # -2: its calls changed (a detached actor of the old kind may still run)
+QUEUE_NAME = "rnnviz-queue-3"  # -3: it forgets runs otherwise (a detached actor of an old kind may still run)
 IN_FLIGHT = 2  # chunks queued on an actor: it starts the next while the page fetches the last
-QUEUE_LEASE_S = 30.0  # a waiting run that stops asking for its place leaves the queue (a training one likewise)
+QUEUE_LEASE_S = 30.0  # a run silent this long leaves the queue, once its actor is gone (RunQueue)
 TRAINING_NOTE_EVERY_S = 10.0  # how often a training run tells the queue that it holds a CPU
 STOP_TIMEOUT_S = 60.0  # Pause waits this long at most for the chunks in flight
 MIRROR_IDLE_S = 60.0  # a run nobody has trained for this long when a replica's mirror of it goes is an orphan
 RESTART_WAIT_S = 120.0  # a worker that Ray restarts must answer within this, or the run counts as lost
 CONNECT_TIMEOUT_S = 3.0  # a cluster address that does not accept a TCP connection in this time is unreachable
+RESET_MARK = "reset"  # a file in a run's folder: the run was reset, and no replica may train it again
 
 
 # --- the connection, once per process ---------------------------------------------------------------------------
@@ -209,7 +214,6 @@ LOOPBACK_ONLY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 def keep_ray_on_loopback() -> bool:
     """Keep a Ray that this process starts on 127.0.0.1 (False when Ray was imported before without the switch:
     then it is too late, and Ray listens where it chose). An operator's own setting of the variable wins."""
-    import os
     import sys
 
     for name, value in LOOPBACK_ONLY_ENV.items():
@@ -258,18 +262,27 @@ class RunQueue:
 
     A run whose actor is not training yet is either starting (a CPU is free for it: Ray is placing its worker,
     which takes seconds) or really waiting (every CPU trains a run). Ray does not say which, so the queue counts:
-    of the runs not training yet, as many as there are CPUs not training are starting, the rest wait. A run that
-    stops saying where it stands (its replica went) is forgotten after QUEUE_LEASE_S."""
+    of the runs not training yet, as many as there are CPUs not training are starting, the rest wait.
 
-    def __init__(self):
+    A run that stops saying where it stands for ``lease_s`` (its tab was closed, its replica went) is forgotten
+    once its actor is gone: until its session ends, the actor of a closed tab still holds its CPU (or its place in
+    Ray's line), and a queue that forgot it told the next run that a CPU was free. ``actor_exists`` says whether
+    the actor of a run id still exists (``run_actor_exists``, asked of Ray)."""
+
+    def __init__(self, lease_s: float = QUEUE_LEASE_S, actor_exists=None):
         self._waiting: dict[str, float] = {}  # run id → last seen, in arrival order
         self._training: dict[str, float] = {}  # run id → last seen
+        self.lease_s = lease_s
+        self.actor_exists = actor_exists or run_actor_exists
 
     def _expire(self):
         now = time.monotonic()
         for table in (self._waiting, self._training):
-            for run_id in [r for r, seen in table.items() if now - seen > QUEUE_LEASE_S]:
-                del table[run_id]
+            for run_id in [r for r, seen in table.items() if now - seen > self.lease_s]:
+                if self.actor_exists(run_id):
+                    table[run_id] = now  # asked again a lease later; the run keeps its place in the line
+                else:
+                    del table[run_id]
 
     def place(self, run_id: str, cpus: int) -> int:
         """Join (or stay in) the line of runs not training yet, on a cluster of ``cpus`` CPUs: 0 while a CPU is
@@ -295,6 +308,26 @@ class RunQueue:
         """How many runs wait for a CPU (those starting on a free one not counted when ``cpus`` is given)."""
         self._expire()
         return len(self._waiting) if cpus is None else max(0, len(self._waiting) - self._free(cpus))
+
+
+def actor_name(run_id: str) -> str:
+    return f"run-{run_id}"
+
+
+def run_actor_exists(run_id: str) -> bool:
+    """Whether the actor of ``run_id`` still exists: training, starting, waiting for a CPU or being restarted."""
+    import ray
+
+    if not ray.is_initialized():
+        return False
+    try:
+        ray.get_actor(actor_name(run_id), namespace=NAMESPACE)
+    except ValueError:  # no actor of that name (any more)
+        return False
+    except Exception:  # Ray did not answer: keep the run rather than say that its CPU is free
+        _LOGGER.debug("could not look up the actor of run %s", run_id, exc_info=True)
+        return True
+    return True
 
 
 def RunQueueActor():  # noqa: N802 (a class, made remote when Ray is here)
@@ -428,17 +461,25 @@ class TrainerActor:
         """The exact training state (Trainer.state_dict), to continue anywhere."""
         return self.run.trainer.state_dict()
 
+    def stop(self) -> dict:
+        """Pause: the run saved in its folder at this step (a replica opens it from there), then its exact state."""
+        self.run.pause()
+        return self.export()
+
+    def mirror(self) -> dict:
+        """What a page's copy of the run is made equal to: the exact state, samples, snapshots and time."""
+        run = self.run
+        return {"settings": run.settings, "state": run.trainer.state_dict(), "samples": list(run.samples),
+                "snapshot_every": run.snapshot_every, "snapshots": list(run.snapshots), "elapsed": run.elapsed}
+
     def describe(self) -> dict:
         """Everything a replica that holds only the token rebuilds the run's mirror from."""
         run = self.run
         return {"config": run.trainer.config, "corpus_name": run.corpus_name, "corpus_text": run.trainer.corpus.text,
-                "settings": run.settings, "state": run.trainer.state_dict(), "samples": list(run.samples),
-                "snapshot_every": run.snapshot_every, "snapshots": list(run.snapshots), "elapsed": run.elapsed}
+                **self.mirror()}
 
 
 def _pid() -> int:
-    import os
-
     return os.getpid()
 
 
@@ -481,8 +522,31 @@ def _wait_until_gone(actor, timeout_s: float = 5.0) -> None:
         time.sleep(0.05)  # still answering: the kill has not reached it yet
 
 
-def _kill_quietly(name: str, run_id: str, queue, folder: str | None) -> None:
-    """Kill the actor called ``name`` and delete its run's folder (a finalizer: must never raise)."""
+def _was_reset(folder: str) -> bool:
+    return os.path.exists(os.path.join(folder, RESET_MARK))
+
+
+def _remove_run_files(folder: str) -> None:
+    """Delete a run's folder; that of a run that was reset keeps its mark, so that no replica brings it back."""
+    if not _was_reset(folder):
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for entry in os.scandir(folder):
+        if entry.name == RESET_MARK:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+
+
+def _kill_quietly(name: str, run_id: str, queue, folder: str | None, launched: list | None = None) -> None:
+    """Kill the actor called ``name`` and delete its run's folder (a finalizer: must never raise).
+
+    ``launched`` (when the owner's session ended) holds the handle of the actor that the owner started, or None:
+    an actor of the run that another replica started (it opened the paused run from its folder) trains for that
+    replica's tab, so it and its folder stay."""
     try:
         import ray
 
@@ -490,14 +554,16 @@ def _kill_quietly(name: str, run_id: str, queue, folder: str | None) -> None:
             try:
                 actor = ray.get_actor(name, namespace=NAMESPACE)
             except ValueError:
-                pass  # no such actor (any more)
-            else:
+                actor = None  # no such actor (any more)
+            if actor is not None and launched is not None and (launched[0] is None or actor != launched[0]):
+                return
+            if actor is not None:
                 ray.kill(actor, no_restart=True)
                 _wait_until_gone(actor)
             if queue is not None:
                 queue.leave.remote(run_id)
         if folder:
-            shutil.rmtree(folder, ignore_errors=True)
+            _remove_run_files(folder)
     except Exception:  # during interpreter shutdown, or a cluster gone: nothing left to free
         _LOGGER.debug("could not free Ray run %s", name, exc_info=True)
 
@@ -534,7 +600,7 @@ class RayRun:
     def __init__(self, run: LiveRun, connection: RayConnection, run_id: str | None = None, owner: bool = True):
         self.connection = connection
         self.run_id = run_id or run_id_for(run.token)
-        self.name = f"run-{self.run_id}"
+        self.name = actor_name(self.run_id)
         self.root = str(connection.setting.checkpoint_dir)
         self.keys = RunKeys.of(run.token or secrets.token_urlsafe(32))
         self.run_folder = str(Path(self.root) / self.keys.name)  # the run's files, for every node to read
@@ -553,14 +619,17 @@ class RayRun:
         self.node: str | None = None
         self.lost_at: int | None = None  # the step shown when the worker died
         self.recover_since = 0.0
-        free_everything = (_kill_quietly, self.name, self.run_id, connection.queue, self.run_folder)
+        self.launched = [None]  # the handle of the actor this replica started, while it lives
+        self.killed = None  # the handle of the actor this copy killed last (Pause, a loss)
+        self._free_everything = functools.partial(_kill_quietly, self.name, self.run_id, connection.queue,
+                                                  self.run_folder)
         if owner:
-            self._finalizer = weakref.finalize(run, *free_everything)
+            self._finalizer = weakref.finalize(run, self._free_everything, launched=self.launched)
         else:
             # A replica that only reattached the run (find_run) mirrors it: when its session ends, the actor the
             # owner trains on and the checkpoint it resumes from must stay. Reset in its tab still frees them.
-            weakref.finalize(run, _let_go_of_a_mirror, self.name, self.run_id, connection.queue, MIRROR_IDLE_S)
-            self._finalizer = functools.partial(*free_everything)
+            self._finalizer = weakref.finalize(run, _let_go_of_a_mirror, self.name, self.run_id, connection.queue,
+                                               MIRROR_IDLE_S)
         run.trainer.state_dict = self._exact_state_dict(run.trainer.state_dict)
 
     def _exact_state_dict(self, here):
@@ -595,7 +664,7 @@ class RayRun:
                 return []
             try:
                 self.node = ray.get(self.ready_ref)["node"]
-            except ray.exceptions.RayActorError as err:
+            except _worker_gone() as err:
                 return self._lost(run, err)
             self.ready_ref = None
             self._note_training()
@@ -611,7 +680,7 @@ class RayRun:
                 break
             try:
                 result = ray.get(self.chunks.popleft())
-            except ray.exceptions.RayActorError as err:
+            except _worker_gone() as err:  # its actor died, or its node with the chunk's result
                 return records + self._actor_failed(run, err)
             records += self._apply(run, result)
             if time.monotonic() - self.training_noted_at >= TRAINING_NOTE_EVERY_S:
@@ -624,7 +693,8 @@ class RayRun:
         return records
 
     def stop(self, run: LiveRun) -> None:
-        """Pause: the chunks in flight come back (the click waits for them, about a chunk), then the state."""
+        """Pause: the chunks in flight come back (the click waits for them, about a chunk), then the run is saved
+        at its step and its state comes back."""
         import ray
 
         if self.actor is None:
@@ -637,7 +707,7 @@ class RayRun:
                 result = ray.get(self.chunks.popleft(), timeout=STOP_TIMEOUT_S)
                 self._apply(run, result)
             self._bring_back(run)
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as err:
+        except (*_worker_gone(), ray.exceptions.GetTimeoutError) as err:
             self._lost(run, err)
 
     def store(self) -> RunStore:
@@ -678,15 +748,44 @@ class RayRun:
             self.actor.retune.remote(lr, clip)
 
     def release(self) -> None:
-        """Reset: the actor killed and the checkpoint file removed, whichever replica the tab is on."""
+        """Reset, whichever replica the tab is on: the run's folder marked as reset (every replica that holds the
+        run reads it there), the actor killed and the run's files removed."""
+        self._mark_reset()
         self._free()
-        self._finalizer()
+        self._finalizer.detach()
+        self._free_everything()
+
+    def _mark_reset(self) -> None:
+        """A run never written to the cluster's folder has no copy on another replica: nothing to mark."""
+        try:
+            if os.path.isdir(self.run_folder):
+                Path(self.run_folder, RESET_MARK).touch()
+        except OSError:
+            _LOGGER.warning("could not mark the run folder %s as reset", self.run_folder, exc_info=True)
+
+    def _reset_elsewhere(self, run: LiveRun) -> list[StepRecord]:
+        """The run was reset in a tab on another replica: it ends here as after a Reset here."""
+        self._free()
+        run.discard()
+        run.notice = None
+        run.message = "This run was reset in another tab, which discards it for good. Press Start for a new run."
+        return []
 
     # -- inside ------------------------------------------------------------------------------------------------------
 
     def _launch(self, run: LiveRun) -> bool:
         """A new actor from the exact state here, written to the run's folder first (the actor reads it there, and
-        so does Ray's restart of it); it waits for a CPU in Ray's queue (and ours)."""
+        so does Ray's restart of it); it waits for a CPU in Ray's queue (and ours). A run that was reset in another
+        replica starts nothing and ends here too; one that another replica trains now stays paused here."""
+        if _was_reset(self.run_folder):
+            self._reset_elsewhere(run)
+            return False
+        if self._trained_elsewhere():
+            run.status = Status.PAUSED
+            run.message = (f"This run is training in another tab, on another server of this class: follow it there. "
+                           f"This tab's copy stays paused at step {run.step:,}, so that it does not write over what "
+                           "that tab trains.")
+            return False
         every = self.connection.setting.checkpoint_every
         try:
             keeper = self.store().keeper(run, self.keys)
@@ -710,12 +809,24 @@ class RayRun:
         except ValueError:  # the name is still taken by the actor just killed: try again on the next tick
             run.message = "Starting a worker on the Ray cluster…"
             return False
+        self.launched[0] = self.actor
         self.exact_state = state
         self.checkpoint_step = None
         self.launched_at = time.perf_counter()
         self.ready_ref = self.actor.info.remote()
         self.place = None
         return True
+
+    def _trained_elsewhere(self) -> bool:
+        """Whether an actor of this run lives that this copy did not start (another replica opened the paused run
+        from its folder and started it); the actor this copy just killed may still be there for a moment."""
+        import ray
+
+        try:
+            actor = ray.get_actor(self.name, namespace=NAMESPACE)
+        except (ValueError, ray.exceptions.RayError):
+            return False
+        return actor != self.killed
 
     def _note_training(self) -> None:
         self.connection.queue.training.remote(self.run_id)
@@ -771,11 +882,12 @@ class RayRun:
         return result.records
 
     def _bring_back(self, run: LiveRun) -> None:
-        """The exact state from the actor into the mirror, then free the actor (and its CPU)."""
+        """The run saved by the actor at its step, its exact state into the mirror, then free the actor (and its
+        CPU)."""
         import ray
 
         halt = run.trainer.halt
-        state = ray.get(self.actor.export.remote(), timeout=STOP_TIMEOUT_S)
+        state = ray.get(self.actor.stop.remote(), timeout=STOP_TIMEOUT_S)
         run.trainer.load_state_dict(state)
         run.trainer.halt = halt
         self._free()
@@ -789,12 +901,16 @@ class RayRun:
             except Exception:
                 _LOGGER.debug("kill failed", exc_info=True)
             self.connection.queue.leave.remote(self.run_id)
+            self.killed = self.actor
         self.actor, self.ready_ref, self.place_ref, self.recover_ref = None, None, None, None
+        self.launched[0] = None
         self.chunks.clear()
 
     def _actor_failed(self, run: LiveRun, err: Exception) -> list[StepRecord]:
         """A chunk died with its actor: Ray may be restarting it; ask it where it stands (without waiting)."""
         self.chunks.clear()
+        if _was_reset(self.run_folder):
+            return self._reset_elsewhere(run)
         if self.connection.setting.max_restarts > 0:
             self.lost_at = run.step
             self.recover_since = time.monotonic()
@@ -812,21 +928,26 @@ class RayRun:
         try:
             info = ray.get(self.recover_ref)
             self.recover_ref = None
-            state = ray.get(self.actor.export.remote(), timeout=STOP_TIMEOUT_S)
+            mirrored = ray.get(self.actor.mirror.remote(), timeout=STOP_TIMEOUT_S)
         except ray.exceptions.ActorUnavailableError as err:  # restarting: ask again on the next tick
             if time.monotonic() - self.recover_since > RESTART_WAIT_S:
                 return self._lost(run, err)
             self.recover_ref = self.actor.info.remote()
             return []
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as err:
+        except (*_worker_gone(), ray.exceptions.GetTimeoutError) as err:
             return self._lost(run, err)
-        lost = self.lost_at - state["step"]
-        _rewind(run, state)
+        at, back = self.lost_at, mirrored["state"]["step"]
+        # The checkpoint may be newer than the page's step: the worker saved it at the end of a chunk whose result
+        # was lost with it (its node died before the page fetched it).
+        lost = max(0, at - back)
+        _take_mirror(run, mirrored)
         self.node = info["node"]
-        self.exact_state = state
-        run.notice = (f"The Ray worker training this run was lost at step {self.lost_at:,} (its process or node "
-                      f"died). Ray restarted it by itself from the checkpoint of step {state['step']:,}: "
-                      f"{lost:,} step{'s' if lost != 1 else ''} were lost and are trained again.")
+        self.exact_state = mirrored["state"]
+        self.lost_at = None
+        said = (f"{lost:,} step{'s' if lost != 1 else ''} were lost and are trained again" if lost
+                else "no step shown here was lost")
+        run.notice = (f"The Ray worker training this run was lost at step {at:,} (its process or node died). Ray "
+                      f"restarted it by itself from the checkpoint of step {back:,}: {said}.")
         run.status = Status.RUNNING
         run.message = f"Training again from step {run.step:,}, on a restarted worker."
         return []
@@ -835,6 +956,8 @@ class RayRun:
         """The actor is gone for good: say so, and what Start brings back."""
         import ray
 
+        if _was_reset(self.run_folder):
+            return self._reset_elsewhere(run)
         at = self.lost_at if self.lost_at is not None else run.step
         self.lost_at = None
         self._free()
@@ -849,6 +972,24 @@ class RayRun:
         run.message = (f"The Ray worker that trained this run was lost at step {at:,} ({cause}). The last checkpoint "
                        f"is from step {back:,}: Start resumes from there, and {since}.")
         return []
+
+
+def _worker_gone() -> tuple[type[Exception], ...]:
+    """What ``ray.get`` of an actor's call raises when the worker died: with the actor, or, for a result kept in
+    the object store of the worker's node (above Ray's inline limit), with that node."""
+    import ray
+
+    return ray.exceptions.RayActorError, ray.exceptions.ObjectLostError
+
+
+def _take_mirror(run: LiveRun, mirrored: dict) -> None:
+    """``run`` made equal to the actor's run (``TrainerActor.mirror``), but for its settings (the page's are newer)."""
+    run.trainer.load_state_dict(mirrored["state"])
+    run.samples = list(mirrored["samples"])
+    run.snapshot_every = mirrored["snapshot_every"]
+    run.elapsed = mirrored["elapsed"]
+    run.snapshots = ([(s, w) for s, w in mirrored["snapshots"] if w is not None]
+                     or [(run.step, light_copy(run.trainer.model))])
 
 
 def _rewind(run: LiveRun, state: dict) -> None:
@@ -866,28 +1007,49 @@ def train_on_ray(run: LiveRun, connection: RayConnection) -> LiveRun:
 
 
 def find_run(token: str, connection: RayConnection) -> LiveRun | None:
-    """The run whose actor the token names, rebuilt here as a mirror (another replica, or after a restart of
-    this one); None when no such actor lives."""
+    """The run of ``token``, rebuilt here as a mirror (another replica, or after a restart of this one): from its
+    actor while one trains it, else paused from its folder (a paused run has no actor); None when neither is there,
+    or when the run was reset."""
     import ray
 
     run_id = run_id_for(token)
+    if _was_reset(str(Path(connection.setting.checkpoint_dir) / RunKeys.of(token).name)):
+        return None
     try:
-        actor = ray.get_actor(f"run-{run_id}", namespace=NAMESPACE)
+        actor = ray.get_actor(actor_name(run_id), namespace=NAMESPACE)
+    except ValueError:  # no actor trains it
+        return _open_from_folder(token, connection, run_id)
+    except ray.exceptions.RayError:
+        return None
+    try:
         described = ray.get(actor.describe.remote(), timeout=10)
-    except (ValueError, ray.exceptions.RayError):
+    except ray.exceptions.RayError:
         return None
     corpus = Corpus(described["corpus_name"], described["corpus_text"])
     run = LiveRun(Trainer(described["config"], corpus), described["corpus_name"], described["settings"])
-    state = described["state"]
-    run.trainer.load_state_dict(state)
-    run.samples, run.snapshot_every = described["samples"], described["snapshot_every"]
-    run.snapshots = [(s, w) for s, w in described["snapshots"] if w is not None] or run.snapshots
-    run.elapsed = described["elapsed"]
+    _take_mirror(run, described)
     run.token = token
     remote = RayRun(run, connection, run_id, owner=False)
-    remote.actor, remote.exact_state = actor, state
+    remote.actor, remote.exact_state = actor, described["state"]
     remote.ready_ref = actor.info.remote()
     run.remote = remote
     run.status = Status.RUNNING
     run.message = f"Your run is back from the Ray cluster, at step {run.step:,}."
+    return run
+
+
+def _open_from_folder(token: str, connection: RayConnection, run_id: str) -> LiveRun | None:
+    """The run as last saved in its folder, paused, as a mirror that Start trains on the cluster; None when
+    nothing is saved there or the save is unusable."""
+    setting = connection.setting
+    try:
+        restored = run_store(setting.checkpoint_dir, setting.checkpoint_every).restore(token)
+    except (StoredRunError, OSError):
+        _LOGGER.warning("the run folder of run %s could not be read", run_id, exc_info=True)
+        return None
+    if restored is None:
+        return None
+    run = restored.run
+    run.keeper = None  # its RayRun writes the folder; a keeper's Reset would delete the folder's reset mark too
+    run.remote = RayRun(run, connection, run_id, owner=False)
     return run
