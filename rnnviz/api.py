@@ -106,6 +106,7 @@ def load(path_or_name: str | Path, vocab: str | Path | None = None, nonlinearity
     from rnnviz.charlm.checkpoint import load_checkpoint
     from rnnviz.charlm.foreign import load_any
     from rnnviz.charlm.pretrained import MODELS_DIR
+    from rnnviz.limits import OWN_FILE_LIMITS
 
     key = str(path_or_name)
     path = Path(path_or_name)
@@ -114,7 +115,7 @@ def load(path_or_name: str | Path, vocab: str | Path | None = None, nonlinearity
         return _model(load_checkpoint(MODELS_DIR / f"{key}.pt"), key)
     if not path.is_file():
         raise ValueError(f"{key!r} is neither a shipped model nor a file. The shipped models: {', '.join(names)}")
-    checkpoint, report = load_any(path, vocab, nonlinearity=nonlinearity)
+    checkpoint, report = load_any(path, vocab, nonlinearity=nonlinearity, limits=OWN_FILE_LIMITS)
     return _model(checkpoint, path.stem, report)
 
 

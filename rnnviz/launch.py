@@ -48,9 +48,11 @@ def checked_environment(args: argparse.Namespace) -> tuple[dict[str, str], list[
     if args.model:
         from rnnviz.charlm.checkpoint import CheckpointError
         from rnnviz.charlm.foreign import load_any
+        from rnnviz.limits import OWN_FILE_LIMITS
 
         try:
-            checkpoint, report = load_any(args.model, args.vocab, nonlinearity=args.nonlinearity)
+            checkpoint, report = load_any(args.model, args.vocab, nonlinearity=args.nonlinearity,
+                                          limits=OWN_FILE_LIMITS)
         except CheckpointError as err:
             raise SystemExit(f"rnnviz app: {args.model}: {err}") from None
         from rnnviz.core.config import shape_label

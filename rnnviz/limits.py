@@ -7,6 +7,7 @@ limit it met and by how much. No streamlit here; the README's limits table lists
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 QUOTE_CHARS = 200  # of what a user sent, at most this many characters appear in a message
 
@@ -35,6 +36,12 @@ def quoted(text: object, limit: int = QUOTE_CHARS) -> str:
 # sizes, a zip's list of members, a config) before the reader allocates or decompresses anything.
 
 MAX_PARAMETERS = 2_000_000  # a model's parameters, trained live or read from a file: beyond it a CPU is too slow
+MAX_CORPUS_BYTES = 4_000_000  # uploaded or pasted text a session trains on (UTF-8 bytes)
+MAX_UPLOAD_BYTES = 20_000_000  # text read by corpus.load_text when its caller names no smaller cap
+MAX_VOCAB = 1000  # distinct characters of a text: emoji-rich text fits, arbitrary binary does not
+MAX_SAMPLE_LENGTH = 2000  # characters of one sample: sampling runs one model step per character
+MAX_BEAM_LENGTH = 300  # characters of a beam search, which costs width × length steps
+UPLOAD_MAX_VALUES = 5_000_000  # numbers read from a states file uploaded without a model (20 MB as float32)
 MAX_VALUES = 40_000_000  # numbers read from one states file (160 MB as float32); an upload passes its own, smaller
 MAX_H5_CHUNKS = 100_000  # chunks one HDF5 dataset is stored in: the HDF5 library keeps a record for each it reads
 MAX_ARRAYS = 1_000  # arrays, groups and datasets in one states file
@@ -46,3 +53,16 @@ MAX_RECORD_BYTES = 3_000_000
 MAX_HISTORY_RECORDS = 100_000  # training steps and evaluations a checkpoint's history may list
 MAX_JSON_BYTES = 1_000_000  # a vocabulary file (JSON)
 MAX_JSON_DEPTH = 8  # lists and objects nested in a vocabulary file (a vocabulary needs 3)
+
+
+@dataclass(frozen=True)
+class FileLimits:
+    """What a reader of a model file reads at most; None: no bound."""
+
+    parameters: int | None = MAX_PARAMETERS  # the model's
+    record_bytes: int | None = MAX_RECORD_BYTES  # a .pt file's data.pkl
+    history_records: int | None = MAX_HISTORY_RECORDS  # a checkpoint's training steps, and as many evaluations
+
+
+UPLOAD_LIMITS = FileLimits()  # a file from a browser: every page's upload, and every reader's default
+OWN_FILE_LIMITS = FileLimits(None, None, None)  # the operator's own file (the command line, rnnviz app --model)

@@ -226,3 +226,21 @@ def test_the_exported_script_follows_the_runs_schedule_and_cools_down_at_its_end
     assert [lr_at(s, 1000) for s in (0, 799, 800, 900, 999)] == pytest.approx([1e-2, 1e-2, 1e-2, 5e-3, 5e-5])
     # a run with its own decay keeps it: the cool-down is for a steady rate only
     assert _script_module(cosine, corpus.vocab, cool_down=True)["lr_at"](500, 1000) == pytest.approx(cosine.lr_at(500))
+
+
+def test_an_optimizer_moment_of_another_shape_is_refused_when_resumed_not_at_the_first_step(trained, corpus,
+                                                                                           tmp_path):
+    payload = _payload(trained[1])
+    first = next(iter(payload["optimizer"]["state"]))
+    payload["optimizer"]["state"][first]["exp_avg"] = torch.zeros(3)
+    checkpoint = load_checkpoint(_resave(payload, tmp_path))
+    with pytest.raises(CheckpointError, match=r"optimizer state cannot be resumed: its exp_avg is \(3,\) for a "
+                                              r"weight of \("):
+        resume_trainer(checkpoint, corpus)
+
+
+def test_a_random_state_torch_cannot_take_is_refused_on_load(trained, tmp_path):
+    payload = _payload(trained[1])
+    payload["rng"]["cpu"] = torch.zeros(3, dtype=torch.uint8)  # torch's CPU state is 5,056 bytes
+    with pytest.raises(CheckpointError, match="random state is malformed"):
+        load_checkpoint(_resave(payload, tmp_path))

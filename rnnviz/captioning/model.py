@@ -34,10 +34,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rnnviz.bounded import load_torch_file, nonfinite_problem, times
 from rnnviz.captioning import world
 from rnnviz.core import beam as core_beam
 from rnnviz.core.beam import BeamNode  # noqa: F401 (re-exported: the page and figures read M.BeamNode)
 from rnnviz.core.recurrent import make_recurrent
+from rnnviz.limits import UPLOAD_LIMITS, FileLimits, quoted
 
 PAD, START, END = "<PAD>", "<START>", "<END>"
 VOCAB = (PAD, START, END, *world.WORDS)
@@ -613,23 +615,54 @@ def save_captioner(model: Captioner, path: str | Path | None = None, metrics: di
     return data
 
 
-def load_captioner(source: str | Path | bytes) -> tuple[Captioner, dict]:
-    """(model, recorded metrics) from a file or bytes, through torch.load(weights_only=True), strict."""
+def load_captioner(source: str | Path | bytes, *, limits: FileLimits = UPLOAD_LIMITS) -> tuple[Captioner, dict]:
+    """(model, recorded metrics) from a file or bytes, through torch.load(weights_only=True), strict.
+
+    Checked as ``rnnviz.seq2seq.checkpoint.load_model`` checks a file: bounded reading, the model counted on torch's
+    meta device against ``limits.parameters`` before it is built, finite weights. Every failure is a
+    CaptionerError in words.
+    """
     raw = source if isinstance(source, bytes) else Path(source).read_bytes()
-    try:
-        payload = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
-    except Exception as err:  # noqa: BLE001 - any unpickling failure is a bad file
-        raise CaptionerError(f"Not a captioner checkpoint ({type(err).__name__}).") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+    payload = load_torch_file(raw, CaptionerError, "captioner", max_record_bytes=limits.record_bytes)
+    if not isinstance(payload, dict) or type(payload.get("format")) is not str or payload["format"] != FORMAT:
         raise CaptionerError("Not a captioner checkpoint (no rnnviz-captioner-1 format mark).")
-    if tuple(payload.get("vocab", ())) != VOCAB:
+    vocab = payload.get("vocab", ())
+    if not isinstance(vocab, list | tuple) or tuple(vocab) != VOCAB:
         raise CaptionerError("The checkpoint's vocabulary differs from this world's.")
+    config, state, metrics = payload.get("config"), payload.get("state"), payload.get("metrics", {})
+    if not isinstance(config, dict) or not all(isinstance(v, bool | int | float | str) or k == "channels"
+                                               for k, v in config.items()):
+        raise CaptionerError("The checkpoint's config is not a dict of plain values.")
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, Tensor) and not v.is_complex()
+                                              for k, v in state.items()):
+        raise CaptionerError("The checkpoint's weights are not a dict of named real-valued tensors.")
+    if not isinstance(metrics, dict):
+        raise CaptionerError("The checkpoint's recorded metrics are not a dict.")
     try:
-        config = payload["config"]
-        config = CaptionConfig(**{**config, "channels": tuple(config["channels"])})
-        model = Captioner(config)
-        model.load_state_dict({k: v.float() for k, v in payload["state"].items()}, strict=True)
-    except (KeyError, TypeError, ValueError, RuntimeError) as err:
-        raise CaptionerError(f"The checkpoint does not fit the captioner: {err}") from None
+        channels = config["channels"]
+        if not isinstance(channels, list | tuple) or not all(type(c) is int for c in channels):
+            raise CaptionerError("The checkpoint's conv widths (channels) are not a list of whole numbers.")
+        config = CaptionConfig(**{**config, "channels": tuple(channels)})
+        with torch.device("meta"):  # shapes only: the size is known before anything is allocated
+            expected = {k: tuple(v.shape) for k, v in Captioner(config).state_dict().items()}
+    except CaptionerError:
+        raise
+    except (KeyError, TypeError, ValueError, RuntimeError, OverflowError) as err:
+        raise CaptionerError(f"The checkpoint does not fit the captioner: {quoted(err)}") from None
+    count = sum(math.prod(shape) for shape in expected.values())
+    most = limits.parameters
+    if most is not None and count > most:
+        raise CaptionerError(f"The captioner its config describes holds {count:,} parameters, {times(count, most)} "
+                             f"the {most:,} a model may have here.")
+    wrong = sorted(set(expected) ^ set(state)) + [k for k in expected.keys() & state.keys()
+                                                  if tuple(state[k].shape) != expected[k]]
+    if wrong:
+        raise CaptionerError(f"The checkpoint does not fit the captioner: look at {quoted(', '.join(wrong))}.")
+    model = Captioner(config)
+    model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
     model.eval()
-    return model, dict(payload.get("metrics", {}))
+    for name, tensor in model.state_dict().items():
+        problem = nonfinite_problem(tensor)
+        if problem:
+            raise CaptionerError(f"The checkpoint's weight {name} cannot be used: {problem}.")
+    return model, dict(metrics)

@@ -18,25 +18,24 @@ A checkpoint is a plain dict (tensors, str, int, float, bool, None, lists and di
 
 from __future__ import annotations
 
-import io
+import math
 import os
-import pickle
 import tempfile
-import warnings
-import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import BinaryIO
 
 import torch
 
+from rnnviz.bounded import load_torch_file, nonfinite_problem, times
 from rnnviz.charlm.cooldown import COOL_SHARE
 from rnnviz.charlm.corpus import CorpusError, Vocab
 from rnnviz.charlm.train import EvalRecord, StepRecord, TrainConfig, Trainer
 from rnnviz.core.charmodel import CharModel, build_model
 from rnnviz.core.config import MODEL_KINDS, kind_label
 from rnnviz.core.transformer import CharTransformer
+from rnnviz.limits import LONE_SURROGATES, MAX_RECORD_BYTES, UPLOAD_LIMITS, FileLimits, quoted
 
 FORMAT_VERSION = 1
 TRAINER_KEYS = (
@@ -100,46 +99,34 @@ def checkpoint_bytes(trainer: Trainer, corpus_name: str | None = None, include_o
         return path.read_bytes()
 
 
-def load_checkpoint(source: str | Path | bytes | BinaryIO, kinds: Sequence[str] = MODEL_KINDS) -> Checkpoint:
+def load_checkpoint(source: str | Path | bytes | BinaryIO, kinds: Sequence[str] = MODEL_KINDS, *,
+                    limits: FileLimits = UPLOAD_LIMITS) -> Checkpoint:
     """Read and validate a checkpoint from a path, bytes or a binary file object.
 
     ``kinds`` are the model kinds the caller can use (a page that reads recurrent cells passes
     rnnviz.core.recurrent.KINDS): any other kind is a CheckpointError that names both, before weights load.
+    ``limits``: the largest model, records and history read (OWN_FILE_LIMITS for a file of the operator's own); the
+    config's model is counted before anything is built.
 
     Always ``torch.load(..., weights_only=True, map_location="cpu")``: a pickle that would construct
-    arbitrary objects or call functions is refused before any of it runs. Every field is checked, and the
-    weights load into our own architecture with ``strict=True``. Every failure is a CheckpointError.
+    arbitrary objects or call functions is refused before any of it runs. Every field is checked, every tensor must
+    own its values and every weight be finite, and the weights load into our own architecture with ``strict=True``.
+    Every failure is a CheckpointError.
     """
     raw = _read_bytes(source)
     if len(raw) < 4:
         raise CheckpointError("The file is empty or far too short to be a checkpoint.")
     if not raw.startswith(b"PK\x03\x04"):
         raise CheckpointError("This is not a PyTorch checkpoint (.pt) file.")
-    return _validate(load_weights_only(raw, "checkpoint"), tuple(kinds))
+    payload = load_weights_only(raw, "checkpoint", max_record_bytes=limits.record_bytes)
+    return validate_checkpoint(payload, tuple(kinds), limits)
 
 
-def load_weights_only(raw: bytes, noun: str = "file", pickled_hint: str = ""):
-    """``torch.load(..., weights_only=True, map_location="cpu")`` of a file's bytes, a zip archive checked whole
-    before anything is unpickled; every failure a CheckpointError that calls the file ``noun``."""
-    if raw.startswith(b"PK\x03\x04"):  # torch.save's zip archive (the legacy format is a bare pickle)
-        try:
-            with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-                damaged = archive.testzip()
-        except (zipfile.BadZipFile, EOFError, ValueError):
-            raise CheckpointError(f"The {noun} file is truncated or damaged; save or download it again.") from None
-        if damaged is not None:
-            raise CheckpointError(f"The {noun} file is damaged ({damaged} does not match its checksum).")
-    try:
-        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the words below say what matters
-            warnings.simplefilter("ignore", UserWarning)
-            return torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
-    except pickle.UnpicklingError:
-        raise CheckpointError(
-            f"The {noun} holds Python objects other than tensors and plain values (it may try to run code), so it "
-            f"was refused without running it.{pickled_hint}"
-        ) from None
-    except Exception as err:  # torch raises RuntimeError and friends for damaged archives
-        raise CheckpointError(f"The {noun} could not be read ({type(err).__name__}); it may be damaged.") from None
+def load_weights_only(raw: bytes, noun: str = "file", pickled_hint: str = "",
+                      max_record_bytes: int | None = MAX_RECORD_BYTES):
+    """``torch.load(..., weights_only=True, map_location="cpu")`` of a file's bytes, checked as
+    ``rnnviz.bounded.load_torch_file`` checks it; every failure a CheckpointError that calls the file ``noun``."""
+    return load_torch_file(raw, CheckpointError, noun, pickled_hint, max_record_bytes)
 
 
 def _read_bytes(source) -> bytes:
@@ -149,73 +136,174 @@ def _read_bytes(source) -> bytes:
         try:
             return Path(source).read_bytes()
         except OSError as err:
-            raise CheckpointError(f"Could not read {source}: {err.strerror or err}.") from None
+            raise CheckpointError(f"Could not read {quoted(source)}: {err.strerror or err}.") from None
     return source.read()
 
 
-def _validate(payload, kinds: tuple[str, ...] = MODEL_KINDS) -> Checkpoint:
+def model_size_problem(count: int, max_parameters: int | None, what: str) -> str | None:
+    """The refusal of a model of ``count`` parameters (``what`` describes where they were counted), or None."""
+    if max_parameters is None or count <= max_parameters:
+        return None
+    return (f"{what} holds {count:,} parameters, {times(count, max_parameters)} the {max_parameters:,} a model may "
+            "have here")
+
+
+def validate_checkpoint(payload, kinds: tuple[str, ...] = MODEL_KINDS,
+                        limits: FileLimits = UPLOAD_LIMITS) -> Checkpoint:
+    """The Checkpoint in what ``load_weights_only`` read from a file, every field checked (see load_checkpoint)."""
     if not isinstance(payload, dict):
         raise CheckpointError("The file is a torch file but not an rnnviz checkpoint (no dict of fields).")
     version = payload.get("format_version")
-    if version != FORMAT_VERSION:
-        raise CheckpointError(
-            f"The checkpoint's format version is {version!r}; this rnnviz reads version {FORMAT_VERSION}."
-        )
-    missing, extra = sorted(KEYS - set(payload)), sorted(set(payload) - KEYS)
+    if type(version) is not int or version != FORMAT_VERSION:
+        shown = repr(version) if isinstance(version, int | None) else f"a {type(version).__name__}"
+        raise CheckpointError(f"The checkpoint's format version is {shown}; this rnnviz reads version "
+                              f"{FORMAT_VERSION}.")
+    missing, extra = sorted(KEYS - set(payload)), sorted(map(str, set(payload) - KEYS))
     if missing or extra:
         parts = [f"missing {', '.join(missing)}"] if missing else []
-        parts += [f"unexpected {', '.join(extra)}"] if extra else []
+        parts += [f"unexpected {quoted(', '.join(extra))}"] if extra else []
         raise CheckpointError(f"The checkpoint's fields do not match: {'; '.join(parts)}.")
     if not isinstance(payload["corpus"], str):
         raise CheckpointError("The checkpoint's corpus name is not a string.")
-    if not isinstance(payload["config"], dict):
-        raise CheckpointError("The checkpoint's training config is not a dict.")
-    try:
-        config = TrainConfig.from_dict(payload["config"])
-    except (TypeError, ValueError) as err:
-        raise CheckpointError(f"The checkpoint's training config is invalid: {err}.") from None
-    if config.kind not in kinds:
-        readable = ", ".join(kind_label(k) for k in kinds)
-        raise CheckpointError(f"The checkpoint holds a {kind_label(config.kind)}; only {readable} models can be "
-                              "used here.")
-    if not isinstance(payload["vocab"], str):
-        raise CheckpointError("The checkpoint's vocabulary is not a string of characters.")
-    try:
-        vocab = Vocab(payload["vocab"])
-        saved_step = payload["step"] if isinstance(payload["step"], int) else None  # a run that grows: its width then
-        model = build_model(config.model_config(vocab.size, step=saved_step))
-    except (CorpusError, ValueError) as err:
-        raise CheckpointError(f"The checkpoint's vocabulary is invalid: {err}.") from None
+    config = _config(payload["config"], kinds)
+    vocab = _vocab(payload["vocab"])
     weights = payload["model"]
     if not isinstance(weights, dict) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
     ):
         raise CheckpointError("The checkpoint's weights are not a dict of named tensors.")
-    expected = model.state_dict()
+    step = payload["step"]
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0 or not isinstance(payload["position"], int):
+        raise CheckpointError("The checkpoint's step count or data position is malformed.")
+    model = _model(config, vocab, step, weights, limits.parameters)
+    history = _records(payload["history"], StepRecord, "training history", limits.history_records)
+    evals = _records(payload["evals"], EvalRecord, "evaluations", limits.history_records)
+    if payload["optimizer"] is not None and not isinstance(payload["optimizer"], dict):
+        raise CheckpointError("The checkpoint's optimizer state is malformed.")
+    _check_rng(payload["rng"])
+    carried = payload["carried_state"]
+    if carried is not None and not (isinstance(carried, list) and 1 <= len(carried) <= 2
+                                    and all(isinstance(t, torch.Tensor) for t in carried)):
+        raise CheckpointError("The checkpoint's carried state is malformed.")
+    for k, tensor in enumerate(carried or ()):
+        problem = nonfinite_problem(tensor)
+        if problem:
+            raise CheckpointError(f"The checkpoint's carried state (tensor {k}) cannot be used: {problem}.")
+    trainer_state = {key: payload[key] for key in TRAINER_KEYS}
+    return Checkpoint(config, vocab, model, quoted(payload["corpus"]), history, evals, trainer_state)
+
+
+def _validate(payload, kinds: tuple[str, ...] = MODEL_KINDS) -> Checkpoint:
+    """``validate_checkpoint`` of a run the server saved itself (rnnviz.charlm.durable): its history is as long as
+    the run, which may be far longer than an upload's."""
+    return validate_checkpoint(payload, kinds, FileLimits(history_records=None))
+
+
+def _check_rng(rng) -> None:
+    """CheckpointError unless ``rng`` holds a CPU random state torch takes (else training fails at its first step)."""
+    cpu = rng.get("cpu") if isinstance(rng, dict) else None
+    try:
+        torch.Generator().set_state(cpu)
+    except (TypeError, RuntimeError):
+        raise CheckpointError("The checkpoint's random state is malformed.") from None
+
+
+def _config(values, kinds: tuple[str, ...]) -> TrainConfig:
+    """The TrainConfig a checkpoint's ``config`` dict describes, its values plain numbers, strings, None."""
+    if not isinstance(values, dict):
+        raise CheckpointError("The checkpoint's training config is not a dict.")
+    odd = [str(k) for k, v in values.items() if not isinstance(v, bool | int | float | str | None)]
+    if odd:
+        raise CheckpointError(f"The checkpoint's training config is invalid: {quoted(', '.join(odd))} "
+                              "should be plain values.")
+    try:
+        config = TrainConfig.from_dict(values)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise CheckpointError(f"The checkpoint's training config is invalid: {quoted(err)}.") from None
+    if config.kind not in kinds:
+        readable = ", ".join(kind_label(k) for k in kinds)
+        raise CheckpointError(f"The checkpoint holds a {kind_label(config.kind)}; only {readable} models can be "
+                              "used here.")
+    return config
+
+
+def _vocab(chars) -> Vocab:
+    if not isinstance(chars, str):
+        raise CheckpointError("The checkpoint's vocabulary is not a string of characters.")
+    if LONE_SURROGATES.search(chars):
+        raise CheckpointError("The checkpoint's vocabulary holds half of a UTF-16 surrogate pair, which is no "
+                              "character.")
+    try:
+        return Vocab(chars)
+    except (CorpusError, ValueError) as err:
+        raise CheckpointError(f"The checkpoint's vocabulary is invalid: {quoted(err)}.") from None
+
+
+def _model(config: TrainConfig, vocab: Vocab, step: int, weights: dict[str, torch.Tensor],
+           max_parameters: int | None) -> CharModel | CharTransformer:
+    """The model of ``config`` holding ``weights``, counted on torch's meta device before it is built."""
+    stored = sum(t.numel() for t in weights.values())
+    problem = model_size_problem(stored, max_parameters, "Its weights")
+    if problem:
+        raise CheckpointError(f"The checkpoint is too large: {problem}.")
+    if config.layers > len(weights):  # each layer has weights of its own: no need to build a million to see it
+        raise CheckpointError(f"The checkpoint's config has {config.layers:,} layers but its weights only "
+                              f"{len(weights):,} tensors: they do not fit a {kind_label(config.kind)}.")
+    model_config = config.model_config(vocab.size, step=step)  # a run that grows: its width at that step
+    try:
+        with torch.device("meta"):
+            expected = {k: tuple(v.shape) for k, v in build_model(model_config).state_dict().items()}
+    except (ValueError, RuntimeError, OverflowError) as err:
+        raise CheckpointError(f"The checkpoint's config describes no model rnnviz can build ({quoted(err)}).") from None
+    problem = model_size_problem(sum(math.prod(shape) for shape in expected.values()), max_parameters,
+                                 f"The model its config describes ({config.layers} × {config.hidden:,} "
+                                 f"{kind_label(config.kind)})")
+    if problem:
+        raise CheckpointError(f"The checkpoint is too large: {problem}.")
     missing_w, extra_w = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
     if missing_w or extra_w:
         raise CheckpointError(
             f"The checkpoint's weights do not fit a {config.layers}-layer {kind_label(config.kind)}: "
-            f"missing {missing_w}, unexpected {extra_w}."
+            f"missing {quoted(missing_w)}, unexpected {quoted(extra_w)}."
         )
-    wrong = [f"{k} is {tuple(v.shape)}, expected {tuple(expected[k].shape)}" for k, v in weights.items()
-             if v.shape != expected[k].shape]
+    wrong = [f"{k} is {tuple(v.shape)}, expected {expected[k]}" for k, v in weights.items()
+             if tuple(v.shape) != expected[k]]
     if wrong:
         raise CheckpointError(f"The checkpoint's weight shapes do not match its config: {'; '.join(wrong[:3])}.")
-    model.load_state_dict(weights, strict=True)
-    model.eval()
+    for name, tensor in weights.items():
+        if not tensor.is_floating_point():
+            raise CheckpointError(f"The checkpoint's weight {name} holds {str(tensor.dtype).removeprefix('torch.')} "
+                                  "values, not floating-point weights.")
+    model = build_model(model_config)
     try:
-        history = [StepRecord(**r) for r in payload["history"]]
-        evals = [EvalRecord(**r) for r in payload["evals"]]
-    except TypeError:
-        raise CheckpointError("The checkpoint's training history is malformed.") from None
-    step = payload["step"]
-    if not isinstance(step, int) or step < 0 or not isinstance(payload["position"], int):
-        raise CheckpointError("The checkpoint's step count or data position is malformed.")
-    if payload["optimizer"] is not None and not isinstance(payload["optimizer"], dict):
-        raise CheckpointError("The checkpoint's optimizer state is malformed.")
-    trainer_state = {key: payload[key] for key in TRAINER_KEYS}
-    return Checkpoint(config, vocab, model, payload["corpus"], history, evals, trainer_state)
+        model.load_state_dict(weights, strict=True)
+    except RuntimeError as err:
+        raise CheckpointError(f"The checkpoint's weights do not load: {quoted(err)}.") from None
+    model.eval()
+    for name, tensor in model.state_dict().items():
+        problem = nonfinite_problem(tensor)
+        if problem:
+            raise CheckpointError(f"The checkpoint's weight {name} cannot be used: {problem}; a model with such a "
+                                  "weight computes NaN for every character. Load a checkpoint from before the run "
+                                  "diverged.")
+    return model
+
+
+def _records(rows, record: type, what: str, limit: int | None) -> list:
+    """``rows`` (dicts of numbers) as ``record`` instances, at most ``limit`` of them (None: any number)."""
+    if not isinstance(rows, list):
+        raise CheckpointError(f"The checkpoint's {what} is malformed.")
+    if limit is not None and len(rows) > limit:
+        raise CheckpointError(f"The checkpoint's {what} lists {len(rows):,} records, {times(len(rows), limit)} the "
+                              f"{limit:,} read here.")
+    names = {f.name for f in fields(record)}
+    out = []
+    for row in rows:
+        if not (isinstance(row, dict) and row.keys() == names
+                and all(isinstance(v, int | float) and not isinstance(v, bool) for v in row.values())):
+            raise CheckpointError(f"The checkpoint's {what} is malformed.")
+        out.append(record(**row))
+    return out
 
 
 def resume_trainer(checkpoint: Checkpoint, corpus) -> Trainer:
@@ -227,7 +315,12 @@ def resume_trainer(checkpoint: Checkpoint, corpus) -> Trainer:
     try:
         trainer.load_state_dict(state)
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
-        raise CheckpointError(f"The checkpoint's training state cannot be resumed: {err}") from None
+        raise CheckpointError(f"The checkpoint's training state cannot be resumed: {quoted(err)}") from None
+    for param, moments in trainer.optimizer.state.items():  # a moment of another shape fails at the first step
+        for name, value in moments.items():
+            if isinstance(value, torch.Tensor) and value.dim() and value.shape != param.shape:
+                raise CheckpointError(f"The checkpoint's optimizer state cannot be resumed: its {quoted(name, 40)} "
+                                      f"is {tuple(value.shape)} for a weight of {tuple(param.shape)}.")
     return trainer
 
 

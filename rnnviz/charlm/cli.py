@@ -21,6 +21,7 @@ from rnnviz.charlm.sample import beam_search, generate
 from rnnviz.charlm.train import OPTIMIZERS, PRECISIONS, TrainConfig, Trainer
 from rnnviz.core.config import MODEL_KINDS, kind_label
 from rnnviz.core.runtime import configure_cpu
+from rnnviz.limits import OWN_FILE_LIMITS  # the operator's own files: no upload caps
 
 
 def _positive_int(text: str) -> int:
@@ -49,7 +50,8 @@ def _add_foreign_options(parser: argparse.ArgumentParser) -> None:
 
 def _load_model(args: argparse.Namespace):
     """The checkpoint (rnnviz's own, or a plain state_dict with --vocab), its report lines on stderr."""
-    checkpoint, report = load_any(_checkpoint_path(args.checkpoint), args.vocab, nonlinearity=args.nonlinearity)
+    checkpoint, report = load_any(_checkpoint_path(args.checkpoint), args.vocab, nonlinearity=args.nonlinearity,
+                                  limits=OWN_FILE_LIMITS)
     for line in report:
         print(line, file=sys.stderr)
     return checkpoint
@@ -388,7 +390,7 @@ def models_main(argv: list[str] | None = None, prog: str = "rnnviz models") -> i
         else:
             path = _checkpoint_path(args.checkpoint)
             loss, chars = val_loss(path)
-            checkpoint = load_checkpoint(path)
+            checkpoint = load_checkpoint(path, limits=OWN_FILE_LIMITS)
             config = checkpoint.config
             print(f"{args.checkpoint}: {config.layers}×{config.hidden} {kind_label(config.kind)} "
                   f"on {checkpoint.corpus}, "

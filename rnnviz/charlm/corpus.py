@@ -33,6 +33,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from rnnviz.limits import MAX_UPLOAD_BYTES, MAX_VOCAB  # noqa: F401 (callers read them here)
+
 TINY_SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 TINY_SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 TINY_SHAKESPEARE_BYTES = 1_115_394
@@ -41,8 +43,6 @@ TINY_SHAKESPEARE_FILE = "tinyshakespeare.txt"
 BUILTIN_CORPORA = ("tiny-shakespeare", "python-stdlib", "english-docs", "hello")
 DOWNLOADED_CORPORA = ("tiny-shakespeare",)  # the built-in corpora fetched from the network on first use
 
-MAX_UPLOAD_BYTES = 20_000_000  # default cap on user text
-MAX_VOCAB = 1000  # distinct characters; emoji-rich text fits, arbitrary binary does not
 MIN_TEXT_CHARS = 100  # shortest user text we train on
 STDLIB_MAX_CHARS = 1_000_000  # default size of the python-stdlib corpus
 VAL_FRACTION = 0.1  # val is the last 10% of the text

@@ -24,21 +24,47 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from rnnviz.charlm.checkpoint import Checkpoint, CheckpointError, _read_bytes, load_checkpoint, load_weights_only
+from rnnviz.bounded import nonfinite_problem, storage_problem, times
+from rnnviz.charlm.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    _read_bytes,
+    load_weights_only,
+    model_size_problem,
+    validate_checkpoint,
+)
 from rnnviz.charlm.corpus import Vocab
 from rnnviz.charlm.train import TrainConfig
 from rnnviz.core.charmodel import CharModel
 from rnnviz.core.config import ModelConfig, kind_label, shape_label
+from rnnviz.limits import (
+    LONE_SURROGATES,
+    MAX_JSON_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_PARAMETERS,
+    QUOTE_CHARS,
+    UPLOAD_LIMITS,
+    FileLimits,
+    quoted,
+)
 
 STATE_DICT_KEYS = ("state_dict", "model_state_dict", "model")  # where a wrapping dict may hold the weights
 VOCAB_KEYS = ("vocab", "chars", "itos", "stoi")  # where a wrapping dict may hold the vocabulary
 KIND_BY_BLOCKS = {4: "lstm", 3: "gru", 1: "rnn"}  # gate blocks stacked in W_hh → kind
+BLOCKS_BY_KIND = {kind: blocks for blocks, kind in KIND_BY_BLOCKS.items()}
 RECURRENT = re.compile(r"^(?P<prefix>.*?)(?P<what>weight_ih|weight_hh|bias_ih|bias_hh|weight_hr)_l(?P<k>\d+)"
                        r"(?P<reverse>_reverse)?$")
 NONLINEARITIES = ("tanh", "relu")
+JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+OPENERS, CLOSERS = np.frombuffer(b"[{", dtype=np.uint8), np.frombuffer(b"]}", dtype=np.uint8)
+LONG_NUMBER = re.compile(r"[0-9]{19,}")  # more digits than any id, or int64, has
+ASCII_ID = re.compile(r"[0-9]+")  # str.isdigit() also takes "²", which int() refuses
+VOCAB_WRAPPERS = 2  # {"itos": {"chars": …}}: dicts a vocabulary may sit in
+SHOWN = 6  # names listed in a message before "and n more"
 
 
 @dataclass(frozen=True)
@@ -55,7 +81,15 @@ class ImportedModel:
 
 def parse_vocab(data: bytes | str) -> str:
     """The characters in id order from JSON text: a list of one-character strings, or a string; also
-    {"itos": [...]}, {"chars": ...}, {"stoi": {ch: id}}, a bare {ch: id} or {"0": ch, ...}."""
+    {"itos": [...]}, {"chars": ...}, {"stoi": {ch: id}}, a bare {ch: id} or {"0": ch, ...}.
+
+    At most MAX_JSON_BYTES, nested at most MAX_JSON_DEPTH deep, checked before the JSON is parsed."""
+    size = len(data)  # a str of more characters than the limit has more bytes too
+    if isinstance(data, str) and size <= MAX_JSON_BYTES:
+        size = len(data.encode("utf-8", "replace"))
+    if size > MAX_JSON_BYTES:
+        raise CheckpointError(f"The vocabulary file takes {size:,} bytes, {times(size, MAX_JSON_BYTES)} the "
+                              f"{MAX_JSON_BYTES:,} read here; a vocabulary of characters takes a few kB.")
     if isinstance(data, bytes | bytearray | memoryview):
         try:
             data = bytes(data).decode("utf-8-sig")
@@ -63,6 +97,14 @@ def parse_vocab(data: bytes | str) -> str:
             raise CheckpointError("The vocabulary file is not UTF-8 text; give a JSON list of characters.") from None
     elif data.startswith("\ufeff"):
         data = data[1:]
+    skeleton = JSON_STRING.sub('""', data)  # what strings hold is no structure
+    depth = _depth(skeleton)
+    if depth > MAX_JSON_DEPTH:
+        raise CheckpointError(f"The vocabulary nests lists or objects {depth:,} deep, {times(depth, MAX_JSON_DEPTH)} "
+                              f"the {MAX_JSON_DEPTH} read here; give a JSON list of characters in id order.")
+    number = max((len(m) for m in LONG_NUMBER.findall(skeleton)), default=0)
+    if number:
+        raise CheckpointError(f"The vocabulary holds a number of {number:,} digits; its ids are 0 to V − 1.")
     try:
         value = json.loads(data)
     except json.JSONDecodeError as err:
@@ -70,7 +112,16 @@ def parse_vocab(data: bytes | str) -> str:
             f"The vocabulary is not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}); give a JSON list "
             'of characters in id order, such as ["\\n", " ", "a"], or a JSON string.'
         ) from None
+    except (ValueError, RecursionError) as err:  # the skeleton missed what an unclosed string hid
+        raise CheckpointError(f"The vocabulary cannot be read as JSON ({quoted(err)}).") from None
     return _vocab_from_value(value)
+
+
+def _depth(skeleton: str) -> int:
+    """How deep the lists and objects of JSON text without its strings' contents nest."""
+    marks = np.frombuffer(skeleton.encode("utf-8", "replace"), dtype=np.uint8)
+    steps = np.isin(marks, OPENERS).astype(np.int64) - np.isin(marks, CLOSERS)
+    return int(np.cumsum(steps).max(initial=0))
 
 
 def _vocab_from_value(value) -> str:
@@ -89,6 +140,9 @@ def _vocab_from_value(value) -> str:
         if ch in seen:
             raise CheckpointError(f"The vocabulary lists {ch!r} twice (ids {seen[ch]} and {i}); each character may "
                                   "appear once.")
+        if LONE_SURROGATES.match(ch):
+            raise CheckpointError(f"Entry {i} of the vocabulary, {ch!r}, is half of a UTF-16 surrogate pair, not a "
+                                  "character; save the vocabulary from the text the model was trained on.")
         seen[ch] = i
     if len(chars) < 2:
         raise CheckpointError(f"The vocabulary has {len(chars)} character{'s' * (len(chars) != 1)}; a character model "
@@ -102,13 +156,13 @@ def _entries(items) -> list[str]:
         if not isinstance(item, str):
             raise CheckpointError(f"Entry {i} of the vocabulary is {_json_kind(item)}, not a character.")
         if len(item) != 1:
-            raise CheckpointError(f"Entry {i} of the vocabulary, {item!r}, is {len(item)} characters long; each entry "
-                                  "must be exactly one character.")
+            raise CheckpointError(f"Entry {i} of the vocabulary, {_shown(item)}, is {len(item):,} characters long; "
+                                  "each entry must be exactly one character.")
         chars.append(item)
     return chars
 
 
-def _chars_from_dict(value: dict) -> list[str]:
+def _chars_from_dict(value: dict, depth: int = 0) -> list[str]:
     for key in ("itos", "chars"):
         if key in value:
             inner = value[key]
@@ -116,15 +170,15 @@ def _chars_from_dict(value: dict) -> list[str]:
                 return list(inner)
             if isinstance(inner, list | tuple):
                 return _entries(inner)
-            if isinstance(inner, dict):
-                return _chars_from_dict(inner)
+            if isinstance(inner, dict) and depth < VOCAB_WRAPPERS:
+                return _chars_from_dict(inner, depth + 1)
             raise CheckpointError(f'The vocabulary\'s "{key}" is {_json_kind(inner)}, not a list of characters.')
     if "stoi" in value:
         return _from_stoi(value["stoi"])
     if value and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
         return _from_stoi(value)  # a bare {ch: id}
     if value and all(isinstance(k, str) and k.isdigit() for k in value):  # {"0": ch, "1": ch, ...}
-        ids = [int(k) for k in value]
+        ids = [int(k) if ASCII_ID.fullmatch(k) and len(k) <= len(str(len(value))) else -1 for k in value]
         if sorted(ids) != list(range(len(ids))):
             raise CheckpointError(f"The vocabulary's ids must be the numbers 0 to {len(ids) - 1}, each once.")
         chars = _entries([value[k] for k in value])
@@ -150,7 +204,7 @@ def _json_kind(value) -> str:
     if isinstance(value, bool):
         return "a true/false value"
     if isinstance(value, int | float):
-        return f"a number ({value})"
+        return f"a number ({quoted(value)})"  # JSON's have at most 18 digits here (LONG_NUMBER), a .pt's 19
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list | tuple):
@@ -176,25 +230,40 @@ class _Recurrent:
 
 
 def import_state_dict(weights: Mapping[str, Tensor], vocab: str, *, nonlinearity: str = "tanh",
-                      name: str = "imported") -> ImportedModel:
+                      name: str = "imported", max_parameters: int | None = MAX_PARAMETERS) -> ImportedModel:
     """Map a plain torch char model's state_dict onto a CharModel (V = len(vocab), ids in ``vocab``'s order).
 
     ``nonlinearity`` is an RNN's φ ("tanh" or "relu"), which its weights cannot tell. The vocabulary is reordered
-    by code point, as rnnviz keeps it, with the embedding and readout rows permuted to match. Every refusal is a
-    CheckpointError in words; ``report`` says what was read, placed, filled in and left out.
+    by code point, as rnnviz keeps it, with the embedding and readout rows permuted to match. Every tensor must own
+    its values, the model have at most ``max_parameters`` (None: any number) and every weight it uses be finite.
+    Every refusal is a CheckpointError in words; ``report`` says what was read, placed, filled in and left out.
     """
     if nonlinearity not in NONLINEARITIES:
-        raise CheckpointError(f"nonlinearity must be 'tanh' or 'relu', not {nonlinearity!r}.")
+        raise CheckpointError(f"nonlinearity must be 'tanh' or 'relu', not {_shown(str(nonlinearity))}.")
     if not isinstance(vocab, str):
         raise CheckpointError("The vocabulary must be a string of characters in id order.")
     _vocab_from_value(vocab)  # distinct, at least 2
-    bad = [str(k) for k, v in weights.items() if not isinstance(k, str) or not isinstance(v, Tensor)]
-    if bad:
-        raise CheckpointError(f"The weights are not a dict of named tensors (look at {', '.join(bad[:3])}).")
+    _check_tensors(weights)
     size = len(vocab)
     rec = _find_recurrent(weights)
     readout_w, readout_b = _find_readout(weights, rec, size)
     embed = _find_embedding(weights, rec, size, exclude={readout_w})
+    used = [key for key in (embed, readout_w, readout_b, *rec.names.values()) if key is not None]
+    count = sum(weights[k].numel() for k in used) + (readout_b is None) * size \
+        + (not rec.bias) * 2 * rec.layers * BLOCKS_BY_KIND[rec.kind] * rec.hidden  # the biases it fills in
+    problem = model_size_problem(count, max_parameters, f"The {rec.layers} × {rec.hidden:,} {kind_label(rec.kind)}")
+    if problem:
+        raise CheckpointError(f"The model is too large: {problem}.")
+    for key in used:
+        tensor = weights[key]
+        if not tensor.is_floating_point():
+            raise CheckpointError(f"{key} holds {str(tensor.dtype).removeprefix('torch.')} values, not "
+                                  "floating-point weights.")
+        with torch.no_grad():
+            problem = nonfinite_problem(tensor.detach().to(torch.float32))  # float64 beyond float32's range: ±inf
+        if problem:
+            raise CheckpointError(f"{key} cannot be used: {problem}. A model with such a weight computes NaN for "
+                                  "every character; save the weights from before the training diverged.")
 
     report = []
     mapped: dict[str, Tensor] = {}
@@ -216,7 +285,7 @@ def import_state_dict(weights: Mapping[str, Tensor], vocab: str, *, nonlinearity
     parts.append(f"{readout_w} and {readout_b} as the readout" if readout_b else f"{readout_w} as the readout")
     report.append(f"Placed {placed} tensors: {', '.join(parts)}.")
 
-    hidden_rows = {"lstm": 4, "gru": 3, "rnn": 1}[rec.kind] * rec.hidden
+    hidden_rows = BLOCKS_BY_KIND[rec.kind] * rec.hidden
     if not rec.bias:
         for k in range(rec.layers):
             mapped[f"rnn.bias_ih_l{k}"] = torch.zeros(hidden_rows)
@@ -250,10 +319,11 @@ def import_state_dict(weights: Mapping[str, Tensor], vocab: str, *, nonlinearity
     if dtypes:
         report.append(f"Converted its {' and '.join(dtypes)} weights to float32.")
 
-    used = {embed, readout_w, readout_b, *rec.names.values()}
-    left = [k for k in weights if k not in used]
+    placed_names = set(used)
+    left = [k for k in weights if k not in placed_names]
     if left:
-        listed = ", ".join(f"{k} ({_describe(weights[k])})" for k in left)
+        listed = ", ".join(f"{k} ({_describe(weights[k])})" for k in left[:SHOWN])
+        listed += f" and {len(left) - SHOWN:,} more" if len(left) > SHOWN else ""
         report.append(f"Left out {len(left)} tensor{'s' * (len(left) != 1)} it could not place: {listed}. If "
                       f"{'any of them takes' if len(left) > 1 else 'it takes'} part in the model's forward pass, "
                       "rnnviz's model computes something else than the original.")
@@ -265,7 +335,7 @@ def import_state_dict(weights: Mapping[str, Tensor], vocab: str, *, nonlinearity
     try:
         model.load_state_dict({k: v.detach().to("cpu", torch.float32) for k, v in mapped.items()}, strict=True)
     except RuntimeError as err:  # the shapes were checked above; this is a safety net
-        raise CheckpointError(f"The weights do not load into a {shape_label(config)}: {err}") from None
+        raise CheckpointError(f"The weights do not load into a {shape_label(config)}: {quoted(err)}") from None
     model.eval()
     trainer_state = {
         "config": config.to_dict(), "vocab": chars, "optimizer": None, "step": 0,
@@ -275,6 +345,23 @@ def import_state_dict(weights: Mapping[str, Tensor], vocab: str, *, nonlinearity
     }  # fmt: skip
     checkpoint = Checkpoint(config, Vocab(chars), model, name, [], [], trainer_state)
     return ImportedModel(checkpoint, report)
+
+
+def _check_tensors(weights: Mapping[str, Tensor]) -> None:
+    """CheckpointError unless ``weights`` are tensors, each owning its values, under printable names."""
+    bad = [k if isinstance(k, str) else type(k).__name__ for k, v in weights.items()
+           if not isinstance(k, str) or not isinstance(v, Tensor)]
+    if bad:
+        raise CheckpointError(f"The weights are not a dict of named tensors (look at {_keys(bad[:3])}).")
+    for key, tensor in weights.items():
+        if len(key) > QUOTE_CHARS or not key.isprintable():
+            what = (f"is {len(key):,} characters long" if len(key) > QUOTE_CHARS
+                    else "holds characters that cannot be shown")
+            raise CheckpointError(f"The tensor name {_shown(key)} {what}; the names of a state_dict are its modules' "
+                                  f"(at most {QUOTE_CHARS} printable characters here).")
+        problem = storage_problem(tensor)
+        if problem:
+            raise CheckpointError(f"{key} cannot be used: {problem}.")
 
 
 def _find_recurrent(weights: Mapping[str, Tensor]) -> _Recurrent:
@@ -440,29 +527,31 @@ def _article(number: int) -> str:
 # Files
 
 
-def load_foreign(model: str | Path | bytes | BinaryIO, vocab: str | Path | bytes | None = None,
-                 **kw) -> ImportedModel:
+def load_foreign(model: str | Path | bytes | BinaryIO, vocab: str | Path | bytes | None = None, *,
+                 limits: FileLimits = UPLOAD_LIMITS, **kw) -> ImportedModel:
     """Read a plain state_dict file (``model``: a path, bytes or a binary file) and its vocabulary.
 
     ``vocab`` is a path to the vocabulary JSON (str or Path) or its bytes; it may be None when the file stores
-    the vocabulary beside the weights ({"state_dict": ..., "vocab": ...}). ``kw`` go to ``import_state_dict``.
+    the vocabulary beside the weights ({"state_dict": ..., "vocab": ...}). ``limits``: what is read at most
+    (OWN_FILE_LIMITS for a file of the operator's own). ``kw`` go to ``import_state_dict``.
     """
-    return _import_payload(_torch_load(_read_bytes(model)), vocab, **kw)
+    return _import_payload(_torch_load(_read_bytes(model), limits), vocab, max_parameters=limits.parameters, **kw)
 
 
-def load_any(model: str | Path | bytes | BinaryIO, vocab: str | Path | bytes | None = None,
-             **kw) -> tuple[Checkpoint, list[str]]:
+def load_any(model: str | Path | bytes | BinaryIO, vocab: str | Path | bytes | None = None, *,
+             limits: FileLimits = UPLOAD_LIMITS, **kw) -> tuple[Checkpoint, list[str]]:
     """An rnnviz checkpoint as ``load_checkpoint`` reads it (report []), or any plain char model as
-    ``load_foreign`` reads it (its report)."""
+    ``load_foreign`` reads it (its report), within ``limits`` (OWN_FILE_LIMITS for a file of the operator's own)."""
     raw = _read_bytes(model)
-    payload = _torch_load(raw)
+    payload = _torch_load(raw, limits)
     if isinstance(payload, dict) and "format_version" in payload:
-        return load_checkpoint(raw), []
+        return validate_checkpoint(payload, limits=limits), []
+    kw["max_parameters"] = limits.parameters
     imported = _import_payload(payload, vocab, **kw)
     return imported.checkpoint, imported.report
 
 
-def _torch_load(raw: bytes):
+def _torch_load(raw: bytes, limits: FileLimits):
     """``torch.load`` of a weights-only file, every failure a CheckpointError in words."""
     if len(raw) < 4:
         raise CheckpointError("The file is empty or far too short to be a model.")
@@ -471,7 +560,8 @@ def _torch_load(raw: bytes):
             if raw.lstrip()[:1] in (b"[", b"{", b'"') else ""
         raise CheckpointError("This is not a PyTorch checkpoint (.pt) file: neither an rnnviz checkpoint nor a "
                               f"state_dict of weights.{hint}")
-    return load_weights_only(raw, pickled_hint=" Save the weights alone: torch.save(model.state_dict(), path).")
+    return load_weights_only(raw, pickled_hint=" Save the weights alone: torch.save(model.state_dict(), path).",
+                             max_record_bytes=limits.record_bytes)
 
 
 def _import_payload(payload, vocab: str | Path | bytes | None, **kw) -> ImportedModel:
@@ -516,9 +606,16 @@ def _read_vocab(vocab: str | Path | bytes) -> bytes:
     try:
         return Path(vocab).read_bytes()
     except OSError as err:
-        raise CheckpointError(f"Could not read the vocabulary {vocab}: {err.strerror or err}.") from None
+        raise CheckpointError(f"Could not read the vocabulary {quoted(vocab)}: {err.strerror or err}.") from None
 
 
 def _keys(keys) -> str:
-    keys = [str(k) for k in keys]
-    return ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+    keys = [quoted(k, 40) if isinstance(k, str | int) else type(k).__name__ for k in keys]
+    return ", ".join(keys[:SHOWN]) + (f" and {len(keys) - SHOWN:,} more" if len(keys) > SHOWN else "")
+
+
+def _shown(text: str) -> str:
+    """``repr`` of user text cut to QUOTE_CHARS characters, saying how much more there was."""
+    if len(text) <= QUOTE_CHARS:
+        return repr(text)
+    return f"{text[:QUOTE_CHARS]!r}… ({len(text) - QUOTE_CHARS:,} more characters)"

@@ -48,10 +48,9 @@ from rnnviz.charlm.sample import generate
 from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer, sequence_loss
 from rnnviz.core.charmodel import build_model
+from rnnviz.limits import MAX_CORPUS_BYTES, MAX_PARAMETERS  # noqa: F401 (re-exported: the live page reads them here)
 
 MAX_SNAPSHOTS = 20  # weight copies kept for the explorer; the initial weights are one of them
-MAX_PARAMETERS = 2_000_000  # per session: larger models train too slowly to watch live on a CPU
-MAX_CORPUS_BYTES = 4_000_000  # per session: uploaded or pasted text (UTF-8 bytes)
 MAX_STEP_BUDGET = 1_000_000
 
 

@@ -21,6 +21,7 @@ import torch
 from rnnviz.charlm.checkpoint import load_checkpoint
 from rnnviz.charlm.corpus import Corpus, load_corpus
 from rnnviz.charlm.train import sequence_loss
+from rnnviz.limits import OWN_FILE_LIMITS
 
 # Package data: found through the installed package, never through the current folder.
 MODELS_DIR = Path(str(files("rnnviz").joinpath("assets", "models")))
@@ -66,7 +67,7 @@ def compact_bytes(raw: bytes, dtype: torch.dtype = torch.float16) -> bytes:
 
 def val_loss(path: str | Path, corpus: Corpus | None = None) -> tuple[float, int]:
     """(mean nats/char, characters scored) of a checkpoint on the val split of its corpus (or ``corpus``)."""
-    checkpoint = load_checkpoint(path)
+    checkpoint = load_checkpoint(path, limits=OWN_FILE_LIMITS)  # a file of the operator's own
     corpus = corpus or load_corpus(checkpoint.corpus)
     _, val = corpus.split()
     return sequence_loss(checkpoint.model, checkpoint.vocab.encode(corpus.text[len(corpus) - len(val):]))

@@ -14,10 +14,9 @@ from rnnviz.charlm.corpus import UnknownCharactersError, Vocab
 from rnnviz.charlm.sample import Beam, beam_search, generate
 from rnnviz.core.charmodel import CharModel
 from rnnviz.core.transformer import CharTransformer
+from rnnviz.limits import MAX_BEAM_LENGTH, MAX_SAMPLE_LENGTH  # noqa: F401 (pages read them here)
 
 STRATEGIES = ("greedy", "temperature", "beam")
-MAX_SAMPLE_LENGTH = 2000  # characters; sampling runs one model step per character
-MAX_BEAM_LENGTH = 300  # beam search costs width × length steps
 MIN_TEMPERATURE = 0.1
 
 

@@ -14,14 +14,21 @@ is left out with its reason in ``ImportedStates.skipped``; when none is left the
 Nothing is unpickled, and HDF5 soft links, external links, external storage and virtual datasets, which would
 reach files on the server, are never followed.
 
+What a file declares is bounded before it is read (rnnviz.limits): a zip's list of members, the values of every
+array and, for HDF5, what its chunks hold: a compressed dataset is read only with filters whose output can be
+measured first (gzip, shuffle, fletcher32), and each chunk is inflated once, to at most its declared size, before
+the HDF5 library reads it.
+
 A 3-D array is always read as (L, T, H); a batch (B, T, H) of B texts would be taken as B layers.
 """
 
 from __future__ import annotations
 
 import io
+import lzma
 import math
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -29,20 +36,25 @@ from types import MappingProxyType
 
 import numpy as np
 
+from rnnviz.bounded import ZipRefused, open_zip, times
 from rnnviz.interpret.finder import QUANTITY_LABELS, CellTrace
+from rnnviz.limits import MAX_ARRAYS, MAX_H5_CHUNKS, MAX_VALUES, name_bidi_controls, quoted
 
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a zip with members; an empty zip (only its directory's end)
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"  # at byte 0, or at 512, 1024, 2048 … after a user block
 PICKLE_MAGIC = b"\x80"
-# At most 40 M float32 values (160 MB) are read from one file: 100,000 characters of a 400-unit state. A shared
-# 2-core server holds a few such files at once, and ranking makes float copies of a trace's size. Callers pass
-# their own (an upload of at most 20 MB holds 5 M float32 values).
-MAX_VALUES = 40_000_000
 FORMATS = ("npy", "npz", "h5")
 STATE_QUANTITY = "s"  # the quantity of a dataset whose name is none of finder's (h, c, i, f, g, o, r, z, n)
 NUMERIC_KINDS = "biuf"  # bool, signed and unsigned integers, floats
 SHOWN = 4  # datasets named in a message before "and n more"
+# HDF5 filters whose output size can be measured before the HDF5 library decodes a chunk: gzip is inflated here
+# first, at most to the chunk's size; shuffle keeps the size; fletcher32 adds a 4-byte checksum.
+H5_DEFLATE, H5_SHUFFLE, H5_FLETCHER32 = 1, 2, 3
+H5_FILTERS = {H5_DEFLATE: "gzip", H5_SHUFFLE: "shuffle", H5_FLETCHER32: "fletcher32"}
+FLETCHER32_BYTES = 4
+INFLATE_PIECE = 1 << 20  # bytes inflated at a time while a chunk is measured
+ZIP_READ_ERRORS = (OSError, EOFError, ValueError, NotImplementedError, zipfile.BadZipFile, zlib.error, lzma.LZMAError)
 
 
 class StatesError(ValueError):
@@ -53,7 +65,7 @@ class StatesError(ValueError):
 class ImportedStates:
     """The usable states of one file, by dataset name, each (L, T, H) float32 and read-only, in file order."""
 
-    name: str  # the file's name, as given (``names`` are its datasets')
+    name: str  # the file's name, as given, cut to QUOTE_CHARS characters (``names`` are its datasets', cut too)
     format: str  # "npy", "npz" or "h5", from the bytes' magic
     datasets: Mapping[str, np.ndarray]  # name → (L, T, H) float32, read-only
     skipped: Mapping[str, str] = field(default_factory=dict)  # name → why it was left out
@@ -147,6 +159,7 @@ def read_states(data: bytes, filename: str, text_length: int, *, max_values: int
     """
     if text_length < 1:
         raise StatesError("The text is empty: states need the characters they were computed over.")
+    filename = _shown_name(filename)
     if not data:
         raise StatesError(f"{filename} is empty.")
     fmt = _format(data, filename)
@@ -156,12 +169,15 @@ def read_states(data: bytes, filename: str, text_length: int, *, max_values: int
     total = candidates = 0
     try:
         for entry in entries:
+            if entry.name in datasets or entry.name in skipped:
+                continue  # a zip may list one name twice, and names are cut to be shown: the first one counts
             problem = entry.refused or _not_a_candidate(entry.shape, entry.dtype)
             if problem:
                 skipped[entry.name] = problem
                 continue
             candidates += 1
-            problem = _wrong_shape(entry.shape, text_length) or _too_large(entry.shape, total, max_values)
+            problem = (_wrong_shape(entry.shape, text_length) or _too_large(entry.shape, total, max_values)
+                       or _stored_too_large(entry, total, max_values))
             if problem:
                 skipped[entry.name] = problem
                 continue
@@ -231,6 +247,7 @@ class _Entry:
     dtype: np.dtype
     load: Callable[[], np.ndarray]
     refused: str | None = None  # why it is never read, whatever its shape
+    chunks: tuple[int, int] | None = None  # an HDF5 dataset's (chunks it is read from, values each chunk holds)
 
 
 def _npy_header(stream, what: str) -> tuple[tuple[int, ...], np.dtype, bool]:
@@ -244,8 +261,10 @@ def _npy_header(stream, what: str) -> tuple[tuple[int, ...], np.dtype, bool]:
             shape, fortran, dtype = fmt.read_array_header_2_0(stream)
         else:
             raise ValueError(f"version {version} of the format is unknown")
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
-        raise StatesError(f"{what} is not a readable .npy array ({err}).") from None
+    except Exception as err:  # noqa: BLE001 - numpy's header parser raises ValueError, SyntaxError, TokenError …
+        raise StatesError(f"{what} is not a readable .npy array ({quoted(err)}).") from None
+    if any(n < 0 for n in shape):
+        raise StatesError(f"{what} is not a readable .npy array (its header gives the shape {quoted(shape)}).")
     return tuple(shape), np.dtype(dtype), fortran
 
 
@@ -254,8 +273,8 @@ def _read_npy_data(stream, shape: tuple[int, ...], dtype: np.dtype, fortran: boo
     size = math.prod(shape) * dtype.itemsize
     try:
         raw = stream.read(size)
-    except (OSError, EOFError, zipfile.BadZipFile) as err:
-        raise StatesError(f"it could not be read ({err})") from None
+    except ZIP_READ_ERRORS as err:
+        raise StatesError(f"it could not be read ({quoted(err)})") from None
     if len(raw) < size:
         raise StatesError(f"it is cut short: its header promises {math.prod(shape):,} values, {what} holds fewer")
     array = np.frombuffer(raw, dtype=dtype)
@@ -271,11 +290,15 @@ def _npy_entries(data: bytes, filename: str) -> tuple[Iterable[_Entry], Callable
 
 def _npz_entries(data: bytes, filename: str) -> tuple[Iterable[_Entry], Callable[[], None]]:
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, OSError, ValueError) as err:
-        raise StatesError(f"{filename} starts like a zip file (.npz) but cannot be read as one ({err}).") from None
+        archive = open_zip(data)
+    except ZipRefused as err:
+        raise StatesError(f"{filename} starts like a zip file (.npz) but cannot be read as one: {err}.") from None
     members = archive.infolist()
-    arrays = [info for info in members if not info.is_dir() and info.filename.endswith(".npy")]
+    if len(members) > MAX_ARRAYS:
+        archive.close()
+        raise StatesError(f"{filename} holds {len(members):,} members, {times(len(members), MAX_ARRAYS)} the "
+                          f"{MAX_ARRAYS:,} arrays read from one file here.")
+    arrays = [info for info in members if info.filename.endswith(".npy")]  # not is_dir(): it fails on a name ""
     if not arrays:
         archive.close()
         if not members:
@@ -283,20 +306,21 @@ def _npz_entries(data: bytes, filename: str) -> tuple[Iterable[_Entry], Callable
                               "numpy.savez(file, h=states), (T, H) or (layers, T, H).")
         torch_hint = (" It looks like a PyTorch file (torch.save), which holds a model, not states."
                       if any(info.filename.endswith("data.pkl") for info in members) else "")
-        inside = _listing([info.filename for info in members])
+        inside = _listing([_shown_name(info.filename) for info in members])
         raise StatesError(f"{filename} is a zip file with no .npy arrays inside ({inside}).{torch_hint}"
                           f" Save the states with numpy.savez(file, h=states), (T, H) or (layers, T, H).")
 
     def entries() -> Iterator[_Entry]:
         for info in arrays:
-            what = f"{filename}: {info.filename}"
+            name = _shown_name(info.filename[: -len(".npy")])
+            what = f"{filename}: {name}"
             try:
                 stream = archive.open(info)
-            except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as err:
-                raise StatesError(f"{what} cannot be read from the zip file ({err}).") from None
+            except (*ZIP_READ_ERRORS, RuntimeError) as err:  # RuntimeError: encrypted
+                raise StatesError(f"{what} cannot be read from the zip file ({quoted(err)}).") from None
             with stream:  # read while open: read_states loads an entry before it asks for the next
                 shape, dtype, fortran = _npy_header(stream, what)
-                yield _Entry(info.filename[: -len(".npy")], shape, dtype,
+                yield _Entry(name, shape, dtype,
                              lambda s=stream, h=(shape, dtype, fortran), w=what: _read_npy_data(s, *h, w))
 
     return entries(), archive.close
@@ -305,34 +329,160 @@ def _npz_entries(data: bytes, filename: str) -> tuple[Iterable[_Entry], Callable
 def _h5_entries(data: bytes, filename: str) -> tuple[Iterable[_Entry], Callable[[], None]]:
     import h5py  # only when an HDF5 file comes
 
+    # A damaged header makes the HDF5 library raise OSError, RuntimeError ("Object visitation failed"), KeyError,
+    # OverflowError, ValueError …: every one of them is a file that cannot be read.
     try:
         handle = h5py.File(io.BytesIO(data), "r")
-    except (OSError, ValueError) as err:
-        raise StatesError(f"{filename} starts like an HDF5 file but cannot be opened as one ({err}).") from None
+    except Exception as err:  # noqa: BLE001
+        raise StatesError(f"{filename} starts like an HDF5 file but cannot be opened as one ({quoted(err)}).") from None
     found: list = []
+
+    def visit(name, obj):
+        found.append((name, obj))
+        return True if len(found) > MAX_ARRAYS else None  # anything but None stops the visit
+
     # visititems reaches objects through hard links only, each once (loops included): soft and external links,
     # which could name other files on the server, are never followed.
-    handle.visititems(lambda name, obj: found.append((name, obj)) if isinstance(obj, h5py.Dataset) else None)
+    try:
+        handle.visititems(visit)
+    except Exception as err:  # noqa: BLE001
+        handle.close()
+        raise StatesError(f"{filename} is an HDF5 file whose groups cannot be read ({quoted(err)}).") from None
+    if len(found) > MAX_ARRAYS:
+        handle.close()
+        raise StatesError(f"{filename} holds more than {MAX_ARRAYS:,} groups and datasets, the most read from one "
+                          "file here.")
 
     def entries() -> Iterator[_Entry]:
-        for name, dataset in found:
-            refused = None
-            if dataset.is_virtual or dataset.external:
-                refused = "its data lies in other files (a virtual dataset or external storage), never read here"
-            elif h5py.check_string_dtype(dataset.dtype) is not None:
-                refused = "it holds text, not numbers"
-            elif dataset.dtype.hasobject:
-                refused = "its values are not numbers (variable-length data or references)"
-            yield _Entry(name, tuple(dataset.shape or ()), dataset.dtype, lambda d=dataset: _read_h5(d), refused)
+        for name, obj in found:
+            if not isinstance(obj, h5py.Dataset):
+                continue
+            shown = _shown_name(name)
+            try:
+                yield _h5_entry(shown, obj, h5py)
+            except Exception as err:  # noqa: BLE001 - a damaged dataset header
+                yield _Entry(shown, (), np.dtype(np.float32), _unread, f"its header cannot be read ({quoted(err)})")
 
     return entries(), handle.close
 
 
-def _read_h5(dataset) -> np.ndarray:
+def _unread() -> np.ndarray:
+    raise StatesError("it is never read")
+
+
+def _h5_entry(name: str, dataset, h5py) -> _Entry:
+    """An HDF5 dataset's entry from its header; its layout and filters are checked before any chunk is read."""
+    shape = tuple(dataset.shape or ())
+    refused, chunks = None, None
+    if dataset.is_virtual or dataset.external:
+        refused = "its data lies in other files (a virtual dataset or external storage), never read here"
+    elif h5py.check_string_dtype(dataset.dtype) is not None:
+        refused = "it holds text, not numbers"
+    elif dataset.dtype.hasobject:
+        refused = "its values are not numbers (variable-length data or references)"
+    elif dataset.chunks is not None:
+        refused, chunks = _h5_chunking(dataset, shape)
+    return _Entry(name, shape, dataset.dtype, lambda: _read_h5(dataset, shape), refused, chunks)
+
+
+def _h5_chunking(dataset, shape: tuple[int, ...]) -> tuple[str | None, tuple[int, int] | None]:
+    """(why a chunked dataset is never read, or None; (chunks read, values each holds)), from its header only."""
+    chunk = tuple(dataset.chunks)
+    if len(chunk) != len(shape) or min(chunk, default=1) < 1:
+        return f"its chunks {_shape(chunk)} do not fit its shape {_shape(shape)}", None
+    plist = dataset.id.get_create_plist()
+    filters = [plist.get_filter(i) for i in range(plist.get_nfilters())]
+    codes = [code for code, *_ in filters]
+    for code, _, _, label in filters:
+        if code not in H5_FILTERS:
+            label = quoted(label.decode("utf-8", "replace") if isinstance(label, bytes) else label, 40)
+            return (f"it is compressed with HDF5 filter {code} ({label}), which is not read here: only gzip, shuffle "
+                    "and fletcher32 are, whose output can be measured before it is decoded; save it with "
+                    'compression="gzip" or none'), None
+    if len(set(codes)) < len(codes):
+        return "its HDF5 filters repeat one filter", None
+    read = math.prod(math.ceil(n / c) for n, c in zip(shape, chunk, strict=True))
+    stored = dataset.id.get_num_chunks()
+    for count in (read, stored):
+        if count > MAX_H5_CHUNKS:
+            return (f"it is stored in {count:,} chunks, {times(count, MAX_H5_CHUNKS)} the {MAX_H5_CHUNKS:,} read "
+                    "from one dataset here; save it with larger chunks (chunks=True lets h5py choose)"), None
+    return None, (read, math.prod(chunk))
+
+
+def _read_h5(dataset, shape: tuple[int, ...]) -> np.ndarray:
     try:
+        if dataset.chunks is not None and dataset.id.get_create_plist().get_nfilters():
+            _check_chunks(dataset, shape)
         return np.asarray(dataset[()])
-    except (OSError, ValueError, TypeError) as err:
-        raise StatesError(f"it could not be read ({err})") from None
+    except StatesError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the HDF5 library's many errors for damaged data
+        raise StatesError(f"it could not be read ({quoted(err)})") from None
+
+
+def _check_chunks(dataset, shape: tuple[int, ...]) -> None:
+    """StatesError unless every stored chunk inside ``shape`` decodes to at most its declared size.
+
+    The HDF5 library inflates a gzip chunk into a buffer it doubles until the stream ends, whatever size the chunk
+    declares: 1 MB of zeros inflates to 1 GB. Here each chunk is inflated once, in pieces that are dropped, and
+    measured against its declared size before the library reads it.
+    """
+    plist = dataset.id.get_create_plist()
+    codes = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+    chunk_bytes = math.prod(dataset.chunks) * dataset.dtype.itemsize
+    offsets = []
+    if hasattr(dataset.id, "chunk_iter"):
+        dataset.id.chunk_iter(lambda info: offsets.append(info.chunk_offset))
+    else:
+        offsets = [dataset.id.get_chunk_info(i).chunk_offset for i in range(dataset.id.get_num_chunks())]
+    for offset in offsets:
+        if any(o >= n for o, n in zip(offset, shape, strict=True)):
+            continue  # beyond the dataset's extent: never read
+        mask, raw = dataset.id.read_direct_chunk(offset)
+        size = _decoded_size(memoryview(raw), mask, codes, chunk_bytes)
+        if size is None:
+            raise StatesError(f"its chunk at {_shape(offset)} is damaged: its compressed data cannot be inflated")
+        if size > chunk_bytes:
+            raise StatesError(f"its chunk at {_shape(offset)} inflates to more than the {chunk_bytes:,} bytes its "
+                              f"chunk shape holds (at least {size:,}, {times(size, chunk_bytes)} as many): the file "
+                              "is damaged or made to exhaust memory")
+
+
+def _decoded_size(raw: memoryview, mask: int, codes: list[int], limit: int) -> int | None:
+    """Bytes a chunk decodes to through ``codes`` (write order; bit i of ``mask``: filter i skipped), counted up to
+    a little past ``limit``; None when its gzip stream is damaged."""
+    size = len(raw)
+    for index in reversed(range(len(codes))):
+        if mask & (1 << index):
+            continue
+        if codes[index] == H5_FLETCHER32:
+            if len(raw) < FLETCHER32_BYTES:
+                return None
+            raw = raw[:-FLETCHER32_BYTES]
+            size = len(raw)
+        elif codes[index] == H5_DEFLATE:
+            size = _inflated_size(raw, limit)
+            if size is None or size > limit:
+                return size
+            raw = None  # what came before it keeps the size (shuffle)
+    return size
+
+
+def _inflated_size(stream: memoryview, limit: int) -> int | None:
+    """Bytes a zlib stream inflates to, counted in pieces that are dropped, up to a piece past ``limit``."""
+    inflater = zlib.decompressobj()
+    size, pending = 0, stream
+    try:
+        while not inflater.eof and size <= limit:
+            piece = inflater.decompress(pending, INFLATE_PIECE)
+            pending = inflater.unconsumed_tail
+            size += len(piece)
+            if not piece and not pending:
+                break
+    except zlib.error:
+        return None
+    return size
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -400,6 +550,11 @@ def _wrong_shape(shape: tuple[int, ...], text_length: int) -> str | None:
     return f"{head}: were the states computed over a longer text? Give that same text"
 
 
+def _shown_name(name: str) -> str:
+    """A name from the file (or the file's own) as messages and the page show it: cut, bidi controls named."""
+    return name_bidi_controls(quoted(name))
+
+
 def _megabytes(size: int) -> str:
     return f"{size / 1e6:,.0f} MB" if size >= 10e6 else f"{size / 1e6:.2g} MB"
 
@@ -411,6 +566,20 @@ def _too_large(shape: tuple[int, ...], total: int, max_values: int) -> str | Non
     before = f" (with the {total:,} values read before it, {total + size:,})" if total else ""
     return (f"it holds {size:,} values, {_shape(shape)}{before}, more than the {max_values:,} read from one file "
             f"here ({_megabytes(max_values * 4)} as float32); save fewer characters or units")
+
+
+def _stored_too_large(entry: _Entry, total: int, max_values: int) -> str | None:
+    """Why an HDF5 dataset's chunks hold too much to decompress, though its shape fits, or None."""
+    if entry.chunks is None:
+        return None
+    count, each = entry.chunks
+    size = count * each
+    if total + size <= max_values:
+        return None
+    return (f"its shape holds {math.prod(entry.shape):,} values, but it is stored in {count:,} chunk"
+            f"{'s' * (count != 1)} of {each:,} values each, {size:,} values to decompress, "
+            f"{times(total + size, max_values)} the {max_values:,} read from one file here; save it with chunks "
+            "that fit its shape (chunks=True lets h5py choose)")
 
 
 def _as_states(array: np.ndarray) -> np.ndarray:

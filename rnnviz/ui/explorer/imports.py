@@ -20,6 +20,7 @@ import streamlit as st
 from rnnviz.charlm.checkpoint import CheckpointError
 from rnnviz.interpret.finder import CellTrace
 from rnnviz.interpret.states import ImportedStates, StatesError, read_states
+from rnnviz.limits import UPLOAD_MAX_VALUES
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.models import UPLOADED_KEY
 from rnnviz.ui.kit.widgets import literal
@@ -31,9 +32,6 @@ STATES_UPLOAD, STATES_TEXT_UPLOAD = page_key("states_upload"), page_key("states_
 STATES_ERROR, UPLOADED_STATES = page_key("states_error"), page_key("uploaded_states")
 LAUNCHED_STATES_ENV, LAUNCHED_TEXT_ENV = "RNNVIZ_STATES", "RNNVIZ_TEXT"  # set by ``rnnviz app --states … --text …``
 STATES_PREFIX = "states:"
-# An upload is at most the server's maxUploadSize (20 MB, .streamlit/config.toml): 5 M float32 values. Files given
-# at launch are the operator's own and may be larger; what the page traces is cut to its MAX_CHARS either way.
-UPLOAD_MAX_VALUES = 5_000_000
 
 
 @dataclass(frozen=True, eq=False)

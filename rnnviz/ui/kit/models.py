@@ -86,9 +86,10 @@ def launched_checkpoint(path: str, vocab: str | None, nonlinearity: str = "tanh"
     """(checkpoint, what the import reported, None) for ``rnnviz app --model PATH [--vocab VOCAB]``, or
     (None, [], the reason in words) when the file cannot be used; loaded once per process."""
     from rnnviz.charlm.foreign import load_any  # only a server started with a model needs the importer
+    from rnnviz.limits import OWN_FILE_LIMITS  # the operator's own file
 
     try:
-        checkpoint, report = load_any(path, vocab, nonlinearity=nonlinearity)
+        checkpoint, report = load_any(path, vocab, nonlinearity=nonlinearity, limits=OWN_FILE_LIMITS)
     except CheckpointError as err:
         return None, [], str(err)
     return checkpoint, report, None
