@@ -67,3 +67,36 @@ def test_a_plain_model_and_states_without_a_model_are_explored(page, base_url, f
     wait_idle(page)
     screenshot_from(page, "[data-testid='stWidgetLabel']", "Model", DOCS / "explorer-states.png", margin_px=70)
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_crafted_uploads_are_refused_in_words_within_seconds(page, base_url, tmp_path):
+    """Issue 60's probe in the browser: a 2 KB state_dict of zero-stride views (a 64 M-parameter LSTM) and an HDF5
+    states file whose gzip chunk inflates to 1 GB are each refused in words, quickly, and the page goes on."""
+    from tests.test_upload_bounds import GIB, h5_with_one_chunk
+    from tests.upload_helpers import CHARS, torch_bytes, vocab_json, zlib_zeros
+
+    views = {"lstm.weight_ih_l0": torch.zeros(1).expand(16000, len(CHARS)),
+             "lstm.weight_hh_l0": torch.zeros(1).expand(16000, 4000),
+             "lstm.bias_ih_l0": torch.zeros(1).expand(16000), "lstm.bias_hh_l0": torch.zeros(1).expand(16000),
+             "fc.weight": torch.zeros(1).expand(len(CHARS), 4000), "fc.bias": torch.zeros(len(CHARS))}
+    (tmp_path / "views.pt").write_bytes(torch_bytes(views))
+    (tmp_path / "vocab.json").write_bytes(vocab_json())
+    (tmp_path / "bomb.h5").write_bytes(h5_with_one_chunk((200, 16), zlib_zeros(GIB)))
+    (tmp_path / "text.txt").write_text("x" * 200, encoding="utf-8")
+    open_app_page(page, base_url, "hidden-cell-explorer", timeout_ms=FIRST_LOAD_MS)
+    main = page.locator("[data-testid='stMain']")
+    main.get_by_text("Upload a model, or states without one").click()
+    uploads = main.locator("[data-testid='stFileUploaderDropzoneInput']")
+    uploads.nth(1).set_input_files(str(tmp_path / "vocab.json"))
+    wait_idle(page)
+    uploads.nth(0).set_input_files(str(tmp_path / "views.pt"))
+    expect(main.locator("[data-testid='stAlertContentError']")).to_contain_text("a stride of 0", timeout=5_000)
+    wait_idle(page)
+    main.get_by_role("tab", name="States without a model").click()
+    uploads.nth(3).set_input_files(str(tmp_path / "text.txt"))
+    wait_idle(page)
+    uploads.nth(2).set_input_files(str(tmp_path / "bomb.h5"))
+    expect(main.locator("[data-testid='stAlertContentError']").filter(has_text="bomb.h5")).to_contain_text(
+        "inflates to more than", timeout=5_000)
+    wait_idle(page)
+    assert page.locator("[data-testid='stException']").count() == 0
