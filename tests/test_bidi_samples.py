@@ -32,3 +32,17 @@ def test_a_sample_holding_a_bidi_override_shows_it_by_name():
     shown = [block.value for block in at.code]
     assert written.replace(OVERRIDE, "‹U+202E›") in shown
     assert not any(OVERRIDE in text for text in shown)
+
+
+def test_coloured_text_holding_a_bidi_override_draws_it_by_name_in_its_place():
+    import html
+    import re
+
+    import numpy as np
+
+    from rnnviz.interpret.colortext import colored_text_html, scale_for
+
+    text = f"ab{OVERRIDE}cd"
+    drawn = colored_text_html(text, np.zeros(len(text)), scale_for("h", np.array([-1.0, 1.0])))
+    glyphs = [html.unescape(g) for g in re.findall(r"<span[^>]*>([^<]*)</span>", drawn)]
+    assert glyphs == ["a", "b", "‹U+202E›", "c", "d"] and OVERRIDE not in drawn

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rnnviz.figures import FADED
+from rnnviz.limits import BIDI_CONTROLS, name_bidi_controls
 
 # A blue–white–red diverging scale (ColorBrewer RdBu ends): below 0 blue, above it red.
 NEGATIVE = (33, 102, 172)
@@ -132,9 +133,12 @@ def text_colour_on(background: tuple[int, int, int]) -> tuple[int, int, int]:
 
 
 def visible_char(ch: str) -> str:
-    """How a character is drawn: whitespace and control characters as visible symbols."""
+    """How a character is drawn: whitespace and control characters as visible symbols, and a bidirectional control
+    by name (‹U+202E›), since drawn as itself it reverses the characters after it."""
     if ch in VISIBLE:
         return VISIBLE[ch]
+    if BIDI_CONTROLS.fullmatch(ch):
+        return name_bidi_controls(ch)
     code = ord(ch)
     if code < 32:
         return chr(0x2400 + code)  # ␀…␟, the Unicode control pictures
