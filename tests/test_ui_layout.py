@@ -1,6 +1,6 @@
-"""The UI layer's layout rule (README, "Layout"): ``rnnviz/ui`` is two shared layers and one package (or one
-module) per page. ``app`` (the server, navigation, sessions) imports no other part of the UI; ``kit`` (what every
-page may use) imports only ``app``; a page's package imports only ``app``, ``kit`` and itself, never another
+"""The UI layer's layout rule (docs/engine.md, "The UI layers"): ``rnnviz/ui`` is two shared layers and one package
+(or one module) per page. ``app`` (the server, navigation, sessions) imports no other part of the UI; ``kit`` (what
+every page may use) imports only ``app``; a page's package imports only ``app``, ``kit`` and itself, never another
 page's; and each script in ``app_pages`` draws at most one page's package. What two pages share moves into kit.
 """
 

@@ -284,8 +284,8 @@ def test_the_readme_s_limits_table_names_every_limit_with_its_value():
 
     from rnnviz import limits
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    rows = dict(re.findall(r"^\| `(\w+)`[^|]*\| ([\d,]+)", readme, flags=re.M))
+    deploying = (Path(__file__).resolve().parents[1] / "docs" / "deploying.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(\w+)`[^|]*\| ([\d,]+)", deploying, flags=re.M))
     named = {name: value for name, value in vars(limits).items() if name.isupper() and isinstance(value, int)}
     assert named and set(named) <= set(rows), set(named) - set(rows)
     assert {name: int(rows[name].replace(",", "")) for name in named} == named
