@@ -4,6 +4,8 @@
     rnnviz experiments sweep --seeds 3
     rnnviz experiments cost --max-length 8192
     rnnviz experiments condition --steps 400
+    rnnviz experiments recall --pairs 2 4 8 --seeds 3
+    rnnviz experiments parity --kinds lstm slstm selective
 
 ``python -m rnnviz.experiments …`` is the same command.
 """
@@ -16,6 +18,8 @@ import sys
 import time
 
 from rnnviz.core.runtime import configure_cpu
+
+STATE_THREADS = 1  # recall and parity: small models, as delayed copy's (rnnviz.experiments.delay.COPY_THREADS)
 
 
 def _delay_config(args):
@@ -116,6 +120,76 @@ def run_condition(args) -> int:
     return 0
 
 
+def _write_records(path: str | None, records: list) -> None:
+    if path:
+        import json
+
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump([dataclasses.asdict(r) for r in records], out, indent=1)
+        print(f"wrote {len(records)} records to {path}")
+
+
+def _recall_config(args):
+    from rnnviz.experiments.recall import RecallSweepConfig
+
+    return RecallSweepConfig(
+        kinds=tuple(args.kinds), pairs=tuple(args.pairs), length=args.length, vocab=args.vocab, width=args.width,
+        sizing=args.sizing, layers=args.layers, embed_dim=args.embed, heads=args.heads, state_size=args.state_size,
+        steps=args.steps, batch=args.batch, lr=args.lr, seeds=args.seeds, base_seed=args.seed,
+        eval_batch=args.eval_batch)
+
+
+def _parity_config(args):
+    from rnnviz.experiments.parity import ParitySweepConfig
+
+    return ParitySweepConfig(
+        kinds=tuple(args.kinds), train_length=args.train_length, test_lengths=tuple(args.test_lengths),
+        width=args.width, sizing=args.sizing, layers=args.layers, embed_dim=args.embed, heads=args.heads,
+        state_size=args.state_size, steps=args.steps, batch=args.batch, lr=args.lr, seeds=args.seeds,
+        base_seed=args.seed, eval_batch=args.eval_batch)
+
+
+def run_recall(args) -> int:
+    """MQAR: held-out query accuracy per kind and number of pairs D, with each model's parameters and state bytes."""
+    from rnnviz.experiments.delay import torch_threads
+    from rnnviz.experiments.recall import run_recall_sweep
+    from rnnviz.experiments.sequence_models import label
+
+    config = _recall_config(args)
+    print(f"recall (MQAR): T = {config.length}, V = {config.vocab}, D ∈ {list(config.pairs)}, {config.steps} steps × "
+          f"{config.batch} sequences, lr {config.lr}, {config.seeds} seed(s), sizing: {config.sizing}")
+    print(f"{'kind':17s} {'D':>3s} {'seed':>4s} {'width':>5s} {'params':>8s} {'state B':>8s} {'accuracy':>8s} "
+          f"{'loss':>6s} {'s':>6s}")
+    with torch_threads(args.threads):
+        records = run_recall_sweep(config, lambda done, total, r: print(
+            f"{label(r.kind):17s} {r.pairs:3d} {r.seed:4d} {r.width:5d} {r.parameters:8d} {r.state_bytes:8d} "
+            f"{r.accuracy:8.3f} {r.final_loss:6.3f} {r.seconds:6.1f}", flush=True))
+    print(f"chance: {records[0].chance:.3f} per query; wall time {sum(r.seconds for r in records):.1f} s")
+    _write_records(args.json, records)
+    return 0
+
+
+def run_parity(args) -> int:
+    """Running parity: accuracy after L bits per kind, trained on strings of --train-length bits."""
+    from rnnviz.experiments.delay import torch_threads
+    from rnnviz.experiments.parity import run_parity_sweep
+    from rnnviz.experiments.sequence_models import label
+
+    config = _parity_config(args)
+    lengths = sorted(set(config.test_lengths))
+    print(f"parity: trained on {config.train_length} bits, {config.steps} steps × {config.batch} strings, "
+          f"lr {config.lr}, {config.seeds} seed(s), sizing: {config.sizing}; accuracy after L bits (chance 0.5)")
+    print(f"{'kind':17s} {'seed':>4s} {'width':>5s} {'params':>8s} {'state B':>8s} "
+          + " ".join(f"{'L=' + str(n):>7s}" for n in lengths) + f" {'s':>6s}")
+    with torch_threads(args.threads):
+        records = run_parity_sweep(config, lambda done, total, r: print(
+            f"{label(r.kind):17s} {r.seed:4d} {r.width:5d} {r.parameters:8d} {r.state_bytes:8d} "
+            + " ".join(f"{a:7.3f}" for a in r.accuracy) + f" {r.seconds:6.1f}", flush=True))
+    print(f"wall time {sum(r.seconds for r in records):.1f} s")
+    _write_records(args.json, records)
+    return 0
+
+
 def _parser(prog: str = "rnnviz experiments") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -163,6 +237,44 @@ def _parser(prog: str = "rnnviz experiments") -> argparse.ArgumentParser:
     cond.add_argument("--steps", type=int, default=400)
     cond.add_argument("--seed", type=int, default=0)
     cond.set_defaults(run=run_condition)
+
+    def state_options(p, defaults):
+        from rnnviz.experiments.sequence_models import ALL_KINDS, SIZINGS
+
+        p.add_argument("--kinds", nargs="+", choices=ALL_KINDS, default=list(defaults.kinds))
+        p.add_argument("--width", type=int, default=defaults.width, help="H of every kind, or the LSTM's (--sizing)")
+        p.add_argument("--sizing", choices=list(SIZINGS), default=defaults.sizing,
+                       help="width: the same H; params: the LSTM's parameter count; state: the LSTM's state bytes")
+        p.add_argument("--layers", type=int, default=defaults.layers)
+        p.add_argument("--embed", type=int, default=defaults.embed_dim, help="the recurrent kinds' embedding width")
+        p.add_argument("--heads", type=int, default=defaults.heads)
+        p.add_argument("--state-size", type=int, default=defaults.state_size, help="S of the selective SSM")
+        p.add_argument("--steps", type=int, default=defaults.steps)
+        p.add_argument("--batch", type=int, default=defaults.batch)
+        p.add_argument("--lr", type=float, default=defaults.lr)
+        p.add_argument("--seeds", type=int, default=defaults.seeds)
+        p.add_argument("--seed", type=int, default=defaults.base_seed, help="the first seed")
+        p.add_argument("--eval-batch", type=int, default=defaults.eval_batch, help="sequences in the held-out set")
+        p.add_argument("--threads", type=int, default=STATE_THREADS, help="torch threads")
+        p.add_argument("--json", default=None, help="also write the records to this JSON file")
+
+    from rnnviz.experiments.parity import ParitySweepConfig
+    from rnnviz.experiments.recall import RecallSweepConfig
+
+    recall_defaults = RecallSweepConfig()
+    recall = commands.add_parser("recall", help="multi-query associative recall (MQAR) across the kinds")
+    recall.add_argument("--pairs", type=int, nargs="+", default=list(recall_defaults.pairs), help="D values")
+    recall.add_argument("--length", type=int, default=recall_defaults.length, help="T, tokens per sequence")
+    recall.add_argument("--vocab", type=int, default=recall_defaults.vocab)
+    state_options(recall, recall_defaults)
+    recall.set_defaults(run=run_recall)
+
+    parity_defaults = ParitySweepConfig()
+    parity = commands.add_parser("parity", help="running parity: trained on short strings, tested on longer ones")
+    parity.add_argument("--train-length", type=int, default=parity_defaults.train_length)
+    parity.add_argument("--test-lengths", type=int, nargs="+", default=list(parity_defaults.test_lengths))
+    state_options(parity, parity_defaults)
+    parity.set_defaults(run=run_parity)
     return parser
 
 
