@@ -21,7 +21,7 @@ import time
 import torch
 
 from bench.common import print_table
-from rnnviz.captioning import model as M
+from rnnviz.captioning import api as M
 from rnnviz.captioning import shipped, world
 from rnnviz.core.runtime import configure_cpu
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from rnnviz.captioning import model as M
+from rnnviz.captioning import api as M
 from rnnviz.captioning import shipped, world
 from rnnviz.captioning.world import Scene, SceneObject
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from rnnviz.captioning import model as M
+from rnnviz.captioning import api as M
 from rnnviz.captioning import shipped, world
 from rnnviz.figures import captioning as fig
 from rnnviz.ui.captioning import scene as scene_builder

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from rnnviz.captioning.model import CaptionerError, load_captioner
+from rnnviz.captioning.checkpoint import CaptionerError, load_captioner
 from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint
 from rnnviz.charlm.foreign import load_any, load_foreign, parse_vocab
 from rnnviz.interpret.states import StatesError, read_states

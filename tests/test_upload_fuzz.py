@@ -18,7 +18,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rnnviz.captioning.model import CaptionerError, load_captioner
+from rnnviz.captioning.checkpoint import CaptionerError, load_captioner
 from rnnviz.charlm.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from rnnviz.charlm.foreign import load_any, load_foreign
 from rnnviz.interpret.states import ImportedStates, StatesError, read_states

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from rnnviz.captioning.model import CaptionConfig, Captioner, save_captioner
+from rnnviz.captioning.checkpoint import save_captioner
+from rnnviz.captioning.model import CaptionConfig, Captioner
 from rnnviz.charlm.checkpoint import checkpoint_bytes
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.charlm.train import TrainConfig, Trainer

@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rnnviz.captioning import model as M
 from rnnviz.captioning import world
+from rnnviz.captioning.checkpoint import load_captioner
+from rnnviz.captioning.metrics import boat_rate, evaluate
+from rnnviz.captioning.model import Captioner
 from rnnviz.charlm.pretrained import MODELS_DIR
 
 MAX_BYTES = 2_000_000  # each shipped captioner
@@ -52,18 +54,18 @@ def eval_sets() -> tuple[world.Scenes, world.Scenes]:
     return world.heldout(EVAL_N, EVAL_SEED), world.counterexamples(COUNTER_N, COUNTER_SEED)
 
 
-def measure(model: M.Captioner) -> dict[str, float]:
+def measure(model: Captioner) -> dict[str, float]:
     """The figures a MODELS.md row records: held-out exact match, attributes, CHAIR; boat rate on empty water."""
     held, counter = eval_sets()
-    return {**M.evaluate(model, held), "boat": M.boat_rate(model, counter)}
+    return {**evaluate(model, held), "boat": boat_rate(model, counter)}
 
 
-def load(join: str) -> tuple[M.Captioner, dict]:
+def load(join: str) -> tuple[Captioner, dict]:
     """The shipped captioner of a join, with the metrics stored in its file."""
-    return M.load_captioner(MODELS_DIR / FILES[join])
+    return load_captioner(MODELS_DIR / FILES[join])
 
 
-def table_row(file: str, model: M.Captioner, size: int, figures: dict[str, float]) -> str:
+def table_row(file: str, model: Captioner, size: int, figures: dict[str, float]) -> str:
     """The MODELS.md row for a shipped captioner."""
     c = model.config
     return (f"| `{file}` | {c.join} | p = {c.p:g}, {c.steps} steps | {size:,} | {figures['exact']:.3f} | "

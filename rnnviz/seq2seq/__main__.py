@@ -9,12 +9,11 @@ Exit codes: 0 done, 2 bad input (one line, no traceback).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 from rnnviz.core.runtime import configure_cpu
+from rnnviz.pairs import Parser, output_folder, print_progress, run_command
 from rnnviz.seq2seq import checkpoint as ckpt
 from rnnviz.seq2seq import decode as D
 from rnnviz.seq2seq import task
@@ -22,17 +21,6 @@ from rnnviz.seq2seq.model import Seq2SeqConfig
 from rnnviz.seq2seq.train import train_pair
 
 REPORT_LENGTHS = (1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40)  # the MODELS.md table's lengths (L = 20)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # bad options are bad input: one line, exit 2 (main prints it)
-        raise ValueError(message)
-
-
-def _progress(step: int, steps: int, loss: dict[str, float]) -> None:
-    if step % max(1, steps // 20) == 0 or step == steps:
-        losses = ", ".join(f"{k} {v:.3f}" for k, v in loss.items())
-        print(f"\rstep {step}/{steps}  loss {losses}", end="" if step < steps else "\n", file=sys.stderr, flush=True)
 
 
 def _pair(folder: str | None):
@@ -70,8 +58,8 @@ def format_table(rows: list[dict]) -> str:
 
 def train_main(argv: list[str], prog: str) -> int:
     d = Seq2SeqConfig()
-    parser = _Parser(prog=prog, description="Train the fixed-context and the attention model from the same initial "
-                     "weights on the same batches, and save both.")
+    parser = Parser(prog=prog, description="Train the fixed-context and the attention model from the same initial "
+                    "weights on the same batches, and save both.")
     parser.add_argument("--steps", type=int, default=d.steps)
     parser.add_argument("--batch", type=int, default=d.batch)
     parser.add_argument("--lr", type=float, default=d.lr)
@@ -89,13 +77,11 @@ def train_main(argv: list[str], prog: str) -> int:
     config = replace(d, steps=args.steps, batch=args.batch, lr=args.lr, alphabet_size=args.alphabet,
                      train_max=args.train_max, embed=args.embed, enc_hidden=args.enc_hidden,
                      dec_hidden=args.dec_hidden, attn=args.attn, seed=args.seed).validate()
-    out = Path(args.out_dir)
-    if not out.is_dir():
-        raise ValueError(f"--out-dir {args.out_dir} is not a folder")
+    out = output_folder(args.out_dir)
     threads = configure_cpu()
     print(f"training both joins, strings of {config.train_min}–{config.train_max} letters, {config.steps} steps, "
           f"{threads} thread(s)", file=sys.stderr)
-    models, history = train_pair(config, None if args.quiet else _progress)
+    models, history = train_pair(config, None if args.quiet else print_progress)
     print(f"trained in {history.seconds:.1f} s", file=sys.stderr)
     rows = D.accuracy_by_length(models, _lengths(None, config.max_input), args.n)
     metrics = {j: {"seconds": round(history.seconds, 1), "final_loss": history.loss[j][-1],
@@ -108,7 +94,7 @@ def train_main(argv: list[str], prog: str) -> int:
 
 
 def decode_main(argv: list[str], prog: str) -> int:
-    parser = _Parser(prog=prog, description="Reverse a string with both models (greedy, or beam search).")
+    parser = Parser(prog=prog, description="Reverse a string with both models (greedy, or beam search).")
     parser.add_argument("text", help="lower-case letters, e.g. helloworld")
     parser.add_argument("--models", default=None, help="a folder holding both files (default: the shipped pair)")
     parser.add_argument("--beam", type=int, default=1, help="beam width 1–10 (1: greedy)")
@@ -136,7 +122,7 @@ def decode_main(argv: list[str], prog: str) -> int:
 
 
 def evaluate_main(argv: list[str], prog: str) -> int:
-    parser = _Parser(prog=prog, description="Held-out exact match and per-character accuracy by input length.")
+    parser = Parser(prog=prog, description="Held-out exact match and per-character accuracy by input length.")
     parser.add_argument("--models", default=None, help="a folder holding both files (default: the shipped pair)")
     parser.add_argument("--n", type=int, default=200, help="strings per length (default %(default)s)")
     parser.add_argument("--lengths", default=None, help="comma-separated lengths (default: 1, 2, 4, 8 … 2L)")
@@ -152,16 +138,7 @@ COMMANDS = {"train": train_main, "decode": decode_main, "evaluate": evaluate_mai
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m rnnviz.seq2seq") -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] not in COMMANDS:
-        print(f"usage: {prog} {{{'|'.join(COMMANDS)}}} [options]", file=sys.stderr)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
-    name = argv[0]
-    try:
-        return COMMANDS[name](argv[1:], f"{prog} {name}")
-    except (ValueError, OSError) as err:  # Seq2SeqError is a ValueError
-        print(f"{prog} {name}: {err}", file=sys.stderr)
-        return 2
+    return run_command(COMMANDS, argv, prog)  # Seq2SeqError is a ValueError: one line, exit 2
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ docs/screenshots/captioning.png."""
 
 from playwright.sync_api import expect
 
-from rnnviz.captioning import model as M
+from rnnviz.captioning import api as M
 from rnnviz.captioning import shipped, world
 from tests.e2e.harness import ROOT, open_app_page, screenshot_from, screenshot_whole_page, wait_idle
 from tests.e2e.test_gradients_gates import slide_to

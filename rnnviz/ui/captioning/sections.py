@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from rnnviz.captioning import model as M
+from rnnviz.captioning import api as M
 from rnnviz.captioning import shipped, world
 from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.figures import captioning as fig
