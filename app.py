@@ -10,10 +10,11 @@ import streamlit as st
 
 from rnnviz.core.runtime import configure_cpu
 from rnnviz.ui.app.errors import error_boundary
+from rnnviz.ui.app.heap import limit_malloc_arenas
 from rnnviz.ui.app.lone_surrogates import install_repair, say_repaired_text
 from rnnviz.ui.app.navigation import build_navigation, course_footer, render_sidebar
 from rnnviz.ui.app.presenting import presenting_switch
-from rnnviz.ui.app.sessions import limit_malloc_arenas, reap_expired_sessions, start_session_sweeper
+from rnnviz.ui.app.reaping import reap_expired_sessions, start_session_sweeper
 from rnnviz.ui.app.style import page_css
 from rnnviz.ui.app.warmup import warm_up_once
 

@@ -3,13 +3,14 @@
 import streamlit as st
 import torch
 
-from rnnviz.charlm.backend import ADDRESS_ENV, SETTINGS_FILE, backend_setting
 from rnnviz.charlm.corpus import MAX_VOCAB
-from rnnviz.charlm.live import MAX_CORPUS_BYTES, MAX_PARAMETERS, LiveRun
 from rnnviz.charlm.sample_request import MAX_SAMPLE_LENGTH
 from rnnviz.core.runtime import physical_cores, process_memory_bytes
+from rnnviz.serving.live import MAX_CORPUS_BYTES, MAX_PARAMETERS, LiveRun
+from rnnviz.serving.settings import ADDRESS_ENV, SETTINGS_FILE, backend_setting
+from rnnviz.ui.app.garbage import collect_garbage
+from rnnviz.ui.app.reaping import reap_expired_sessions
 from rnnviz.ui.app.server import LEASE_SECONDS, training_slots
-from rnnviz.ui.app.sessions import collect_garbage, reap_expired_sessions
 from rnnviz.ui.kit.widgets import page_header
 from rnnviz.ui.server_status import backend_panel, cluster_numbers, saved_runs_panel, training_metrics
 

@@ -47,14 +47,14 @@ import torch
 
 from bench.common import print_table
 from bench.time_to_loss import DATA, mean_chars_per_second
-from rnnviz.charlm.cooldown import COOL_SHARE, MAX_COOL_SECONDS, CoolingTrainer
 from rnnviz.charlm.corpus import Corpus
-from rnnviz.charlm.live import LiveSettings
 from rnnviz.charlm.measured import MARKS_FILE, PresetMarks
 from rnnviz.charlm.presets import ALL_PRESETS, ANYTIME_PRESET, BABY_GPT, SHAKESPEARE_3_MIN
-from rnnviz.charlm.race import Race
-from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.charlm.train import COOL_SHARE, TrainConfig, Trainer
 from rnnviz.core.runtime import configure_cpu
+from rnnviz.serving.cooldown import MAX_COOL_SECONDS, CoolingTrainer
+from rnnviz.serving.live import LiveSettings
+from rnnviz.serving.race import Race
 
 MARKS = (10, 30, 60, 90, 150, 300, 600)
 LR = 5e-3

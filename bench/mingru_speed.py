@@ -13,7 +13,7 @@ parallel scan against the same recurrence stepped one t at a time.
 
 ``python -m bench.mingru_speed`` prints both tables; ``python -m bench.mingru_speed tune`` races a few minGRU
 shapes and learning rates on Tiny Shakespeare (../shared/data/tinyshakespeare.txt) at equal training seconds,
-val loss at 30 and 60 s, with the LSTM preset in the same race (``rnnviz.charlm.race``). The 1-minute load
+val loss at 30 and 60 s, with the LSTM preset in the same race (``rnnviz.serving.race``). The 1-minute load
 average is recorded next to every figure: above ~2 on 2 cores, other jobs shared the CPU.
 """
 
@@ -117,7 +117,7 @@ def tune(configs: dict | None = None, marks: tuple[float, ...] = (30, 60)) -> di
 
     from rnnviz.charlm.corpus import Corpus
     from rnnviz.charlm.presets import ALL_PRESETS, MINGRU_PRESET, SHAKESPEARE_3_MIN
-    from rnnviz.charlm.race import Race
+    from rnnviz.serving.race import Race
 
     configure_cpu()
     corpus = Corpus("tiny-shakespeare", DATA.read_text(encoding="utf-8"))

@@ -18,11 +18,11 @@ from pathlib import Path
 import torch
 
 from bench.common import median, print_table
-from rnnviz.charlm.backend import BackendSetting
 from rnnviz.charlm.corpus import Corpus, english_docs_text
-from rnnviz.charlm.live import LiveRun, LiveSettings
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig
+from rnnviz.serving.live import LiveRun, LiveSettings
+from rnnviz.serving.settings import BackendSetting
+from rnnviz.serving.slots import TrainingSlots
 from rnnviz.ui.live.run import CHUNK_SECONDS, RERUN_EVERY
 
 PRESET = TrainConfig(kind="lstm", layers=1, hidden=256, batch=32, seq_len=64, device="cpu")
@@ -58,7 +58,7 @@ def _drive(run: LiveRun, slots: TrainingSlots) -> tuple[float, float]:
 def run() -> dict:
     import ray
 
-    from rnnviz.charlm.ray_backend import connect, train_on_ray
+    from rnnviz.serving.ray_backend import connect, train_on_ray
 
     corpus = _corpus()
     threads = torch.get_num_threads()

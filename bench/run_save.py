@@ -1,4 +1,4 @@
-"""What keeping a live run on disk costs (rnnviz.charlm.durable): the size of a run's folder and the time of a
+"""What keeping a live run on disk costs (rnnviz.serving.durable): the size of a run's folder and the time of a
 save and of a restore, for the live page's default preset and for a model at the per-session cap
 (MAX_PARAMETERS), beside the time of one training chunk of the same run, measured in one run.
 
@@ -15,9 +15,10 @@ from pathlib import Path
 
 from bench.common import median, print_table
 from rnnviz.charlm.corpus import Corpus, python_stdlib_text
-from rnnviz.charlm.durable import DEFAULT_SAVE_EVERY_S, RunStore, StoreSetting
-from rnnviz.charlm.live import MAX_PARAMETERS, MAX_SNAPSHOTS, LiveRun, LiveSettings, light_copy
 from rnnviz.charlm.presets import PRESETS, SHAKESPEARE_3_MIN
+from rnnviz.serving.durable import RunStore
+from rnnviz.serving.live import MAX_PARAMETERS, MAX_SNAPSHOTS, LiveRun, LiveSettings, light_copy
+from rnnviz.serving.settings import DEFAULT_SAVE_EVERY_S, StoreSetting
 
 ROUNDS = 5
 

@@ -1,6 +1,6 @@
 """Equal-seconds sweeps of the Shakespeare preset (issue 22): variants race the preset itself on one clock.
 
-Every race (rnnviz.charlm.race) includes the preset unchanged as the control, because the machine's load changes
+Every race (rnnviz.serving.race) includes the preset unchanged as the control, because the machine's load changes
 between races: compare a variant with the control of its own race, never across races. Each contender trains in
 turn, in 5 s slices, on its own clock (only its optimizer steps count); val loss is the plain mean cross-entropy
 over the val split (the last 10% of Tiny Shakespeare) with the weights trained so far, in nats/char.
@@ -34,9 +34,9 @@ import torch
 
 from bench.common import print_table
 from rnnviz.charlm.corpus import Corpus, TBPTTBatcher
-from rnnviz.charlm.race import Race
 from rnnviz.charlm.train import EvalRecord, TrainConfig, Trainer
 from rnnviz.core.runtime import configure_cpu
+from rnnviz.serving.race import Race
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tinyshakespeare.txt"
 OUT = Path(__file__).resolve().parent / "shakespeare_sweep.json"

@@ -3,7 +3,7 @@ with a 5 s disconnected-session TTL; in each round, sessions open pages in waves
 live run (two chunks of the tiny RNN) and close with it. After each round's TTL: RSS, threads and live models.
 
 With ``--trace``, the server runs with PYTHONTRACEMALLOC=1 and writes what Python's allocations hold after each
-round (rnnviz.ui.app.sessions.write_memory_report); the table then has Python's traced MB beside RSS, and the
+round (rnnviz.ui.app.garbage.write_memory_report); the table then has Python's traced MB beside RSS, and the
 lines whose memory grew most from the second round to the last are printed: what Python objects keep, as
 against what the C heap keeps (tracing slows the server several times).
 

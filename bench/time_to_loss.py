@@ -1,7 +1,7 @@
 """Val loss against training time on Tiny Shakespeare: the LSTM preset, the Transformer presets, the minGRU
 preset and a plain 1×256 nn.LSTM loop, on one clock.
 
-The contenders race with rnnviz.charlm.race: they train in turn, in slices of a few seconds each, so that load
+The contenders race with rnnviz.serving.race: they train in turn, in slices of a few seconds each, so that load
 from other jobs hits all of them alike. Each has its own clock that counts only its training steps; evaluation
 (the whole val split, the last 10% of the text, in nats/char) pauses it. Val loss is reported at 10, 30, 60,
 90, 120 and 150 s, with the first check at or below 1.88, nanoGPT's CPU "baby GPT" figure (checks every 5 s
@@ -25,10 +25,10 @@ from torch import nn
 from bench.common import print_table
 from rnnviz.charlm.corpus import Corpus, TBPTTBatcher
 from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, MINGRU_PRESET, SHAKESPEARE_3_MIN, TUNED_GPT
-from rnnviz.charlm.race import Race
 from rnnviz.charlm.train import EvalRecord, Trainer, sequence_loss
 from rnnviz.core.recurrent import detach_state
 from rnnviz.core.runtime import configure_cpu
+from rnnviz.serving.race import Race
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tinyshakespeare.txt"
 MARKS = (10, 30, 60, 90, 120, 150)  # seconds of training at which val loss is reported

@@ -1,7 +1,7 @@
 """Time to words: how soon a preset's samples are made of real words, by seconds of training.
 
 The quick-demo preset ("Quick demo (30 s)") and the 3-minute Shakespeare preset (SHAKESPEARE_3_MIN, the live page's
-default until issue 37) race on Tiny Shakespeare with rnnviz.charlm.race: they train in turn, in slices of a few
+default until issue 37) race on Tiny Shakespeare with rnnviz.serving.race: they train in turn, in slices of a few
 seconds, each on its own clock that counts only its optimizer steps. At 5, 10, 30 and 60 s of training each writes a
 500-character sample (temperature 0.8, seed 0, no prime: only the weights differ between marks) and the sample is
 scored:
@@ -26,9 +26,9 @@ from pathlib import Path
 from bench.common import print_table
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.presets import ALL_PRESETS, SHAKESPEARE_3_MIN
-from rnnviz.charlm.race import Race
 from rnnviz.charlm.train import Trainer
 from rnnviz.core.runtime import configure_cpu
+from rnnviz.serving.race import Race
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tinyshakespeare.txt"
 QUICK = "Quick demo (30 s)"

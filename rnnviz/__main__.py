@@ -20,11 +20,11 @@ import rnnviz
 
 # name -> (module, function, one-line help); the function takes (argv, prog) and returns the exit code
 COMMANDS = {
-    "train": ("rnnviz.charlm.cli", "train_main", "train a character model and save a checkpoint"),
-    "sample": ("rnnviz.charlm.cli", "sample_main", "generate text from a checkpoint or a shipped model"),
+    "train": ("rnnviz.cli", "train_main", "train a character model and save a checkpoint"),
+    "sample": ("rnnviz.cli", "sample_main", "generate text from a checkpoint or a shipped model"),
     "app": ("rnnviz.launch", "app_main", "start the app with your own model (--model) or states (--states --text)"),
-    "inspect": ("rnnviz.charlm.cli", "inspect_main", "the surprisal and top guesses of every character of a text"),
-    "models": ("rnnviz.charlm.cli", "models_main", "list the shipped models; evaluate or compact a checkpoint"),
+    "inspect": ("rnnviz.cli", "inspect_main", "the surprisal and top guesses of every character of a text"),
+    "models": ("rnnviz.cli", "models_main", "list the shipped models; evaluate or compact a checkpoint"),
     "experiments": ("rnnviz.experiments.__main__", "main", "memory experiments: delayed copy, conditioning, cost"),
     "captioning": ("rnnviz.captioning.__main__", "main", "image captioning: train both joins, caption a scene, CHAIR"),
     "seq2seq": ("rnnviz.seq2seq.__main__", "main", "sequence to sequence: fixed context against attention (reversal)"),

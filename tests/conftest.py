@@ -26,7 +26,7 @@ if _WORKERS > 1:
     os.environ.setdefault("RNNVIZ_THREADS", str(max(1, physical_cores() // _WORKERS)))
 configure_cpu()
 
-# Live runs are saved to disk as they train (rnnviz.charlm.durable): the tests' runs, and those of the servers they
+# Live runs are saved to disk as they train (rnnviz.serving.durable): the tests' runs, and those of the servers they
 # start, go to a folder of this test process, never to the user's own state folder.
 if not os.environ.get("RNNVIZ_RUN_DIR"):
     os.environ["RNNVIZ_RUN_DIR"] = tempfile.mkdtemp(prefix="rnnviz-test-runs-")
@@ -35,7 +35,7 @@ if not os.environ.get("RNNVIZ_RUN_DIR"):
 
 # Every Ray that the tests start (in this process, or in a server they start) keeps its sockets on 127.0.0.1: set
 # before anything imports Ray, which reads it once. tests/test_ray_backend.py checks that nothing listens elsewhere.
-from rnnviz.charlm.ray_backend import LOOPBACK_ONLY_ENV  # noqa: E402 (after the settings above)
+from rnnviz.serving.ray_backend import LOOPBACK_ONLY_ENV  # noqa: E402 (after the settings above)
 
 for _name, _value in LOOPBACK_ONLY_ENV.items():
     os.environ.setdefault(_name, _value)

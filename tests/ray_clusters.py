@@ -22,7 +22,7 @@ _held: dict = {"kind": None, "cluster": None}
 
 
 def _shutdown() -> None:
-    from rnnviz.charlm.ray_backend import forget_connection
+    from rnnviz.serving.ray_backend import forget_connection
 
     if ray.is_initialized():
         ray.shutdown()

@@ -1,4 +1,4 @@
-"""The training contract, on the path the app takes: a LiveRun (rnnviz.charlm.live) that trains in this process,
+"""The training contract, on the path the app takes: a LiveRun (rnnviz.serving.live) that trains in this process,
 and the same LiveRun made to train on a Ray actor by ``train_on_ray(run, connection)``, as the live page does
 when a cluster is set. For both: the same config gives bit-identical weights to a plain Trainer after the same
 steps; a stop at the budget, a Pause, a downloaded checkpoint and a loaded state all continue exactly; a blow-up
@@ -18,14 +18,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from rnnviz.charlm.backend import BackendSetting
 from rnnviz.charlm.checkpoint import checkpoint_bytes, load_checkpoint, resume_trainer
 from rnnviz.charlm.corpus import Corpus, english_docs_text, load_builtin
-from rnnviz.charlm.live import LiveRun, LiveSettings, RunRegistry, Status, with_budget
 from rnnviz.charlm.sample import generate
 from rnnviz.charlm.sample_request import SampleRequest, run_sample
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.serving.live import LiveRun, LiveSettings, RunRegistry, Status, with_budget
+from rnnviz.serving.settings import BackendSetting
+from rnnviz.serving.slots import TrainingSlots
 
 TINY = TrainConfig(kind="lstm", hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu", seed=3)
 BLOW_UP = replace(TINY, kind="rnn", optimizer="sgd", lr=50.0, clip=None)
@@ -61,7 +61,7 @@ class Page:
     def make(self, run: LiveRun) -> LiveRun:
         self.registry.register(run, "session")
         if self.connection is not None:
-            from rnnviz.charlm.ray_backend import train_on_ray
+            from rnnviz.serving.ray_backend import train_on_ray
 
             train_on_ray(run, self.connection)  # its chunks train on an actor named by the token
         self.runs.append(run)
@@ -112,7 +112,7 @@ def page(request, tmp_path):
         from tests.ray_clusters import local_cluster
 
         local_cluster()
-        from rnnviz.charlm.ray_backend import connect
+        from rnnviz.serving.ray_backend import connect
 
         connection = connect(BackendSetting("local", tmp_path, 5, 0, "the contract"))
         assert connection.ok, connection.message
@@ -229,7 +229,7 @@ def test_the_vocabulary_is_the_corpus_and_samples_use_only_it(page, corpus):
 
 
 def test_the_backend_is_chosen_by_the_environment_then_the_settings_file(tmp_path):
-    from rnnviz.charlm.backend import backend_setting
+    from rnnviz.serving.settings import backend_setting
 
     nothing = backend_setting({}, tmp_path / "missing.toml")
     assert not nothing.wants_ray and nothing.address is None and nothing.source == "nothing set"

@@ -22,9 +22,9 @@ from streamlit.testing.v1 import AppTest
 
 from rnnviz.charlm.checkpoint import checkpoint_bytes, load_checkpoint
 from rnnviz.charlm.corpus import TINY_SHAKESPEARE_BYTES, TINY_SHAKESPEARE_FILE, load_builtin
-from rnnviz.charlm.live import LiveRun, LiveSettings
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.serving.live import LiveRun, LiveSettings
+from rnnviz.serving.slots import TrainingSlots
 from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import APP, TIMEOUT, page_text
 from tests.conftest import serve_on_loopback

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from rnnviz.charlm.checkpoint import load_checkpoint
-from rnnviz.charlm.cli import inspect_main, sample_main
 from rnnviz.charlm.corpus import english_docs_text
 from rnnviz.charlm.pretrained import MODELS_DIR, shipped_models
+from rnnviz.cli import inspect_main, sample_main
 from rnnviz.interpret.colortext import describe_char
 from rnnviz.interpret.surprisal import predictions
 from tests.apptest_helpers import ROOT

@@ -1,4 +1,4 @@
-"""The cool-down taken when a run stops (rnnviz.charlm.cooldown, issue 37's warmup–stable–decay): a branch of the run
+"""The cool-down taken when a run stops (rnnviz.serving.cooldown, issue 37's warmup–stable–decay): a branch of the run
 trains K more steps with lr_k = lr_s · (1 − k/K), the run itself is not touched, and a LiveRun with ``cool_down`` on
 cools a copy on Pause and at the budget's end, which its readers then take."""
 
@@ -10,11 +10,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-from rnnviz.charlm.cooldown import MAX_COOL_SECONDS, CoolingTrainer, cool_down_seconds, cool_down_steps
 from rnnviz.charlm.corpus import Corpus
-from rnnviz.charlm.live import LiveRun, LiveSettings, Status
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer
+from rnnviz.serving.cooldown import MAX_COOL_SECONDS, CoolingTrainer, cool_down_seconds, cool_down_steps
+from rnnviz.serving.live import LiveRun, LiveSettings, Status
+from rnnviz.serving.slots import TrainingSlots
 
 TEXT = ("the quick brown fox jumps over the lazy dog. " * 40) + ("a bird in the hand is worth two in the bush. " * 40)
 # a high constant rate: the weights keep moving, which a cool-down settles

@@ -2,10 +2,10 @@
 the cooled model, drawn as the scheduled samples are (same prime, length, temperature and seed), not the run's."""
 
 from rnnviz.charlm.corpus import Corpus
-from rnnviz.charlm.live import LiveRun, LiveSettings
 from rnnviz.charlm.sample import generate
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig
+from rnnviz.serving.live import LiveRun, LiveSettings
+from rnnviz.serving.slots import TrainingSlots
 
 TEXT = ("the quick brown fox jumps over the lazy dog. " * 40) + ("a bird in the hand is worth two in the bush. " * 40)
 NOISY = TrainConfig(hidden=24, embed_dim=8, batch=8, seq_len=16, lr=3e-2, clip=1.0)  # one step moves it visibly

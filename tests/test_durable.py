@@ -1,4 +1,4 @@
-"""Runs saved on disk (rnnviz.charlm.durable): what comes back is the run bit for bit, found only by its token,
+"""Runs saved on disk (rnnviz.serving.durable): what comes back is the run bit for bit, found only by its token,
 written so that nothing half-written is ever read, and bounded in time and size."""
 
 import hashlib
@@ -14,19 +14,17 @@ import pytest
 import torch
 
 from rnnviz.charlm.corpus import Corpus, english_docs_text, load_builtin
-from rnnviz.charlm.durable import (
+from rnnviz.charlm.train import TrainConfig
+from rnnviz.serving.durable import (
     STALE_TEMP_S,
     RunKeys,
     RunStore,
     StoredRunError,
-    StoreSetting,
-    default_run_dir,
     drain,
-    store_setting,
 )
-from rnnviz.charlm.live import LiveRun, LiveSettings, Status
-from rnnviz.charlm.slots import TrainingSlots
-from rnnviz.charlm.train import TrainConfig
+from rnnviz.serving.live import LiveRun, LiveSettings, Status
+from rnnviz.serving.settings import StoreSetting, default_run_dir, store_setting
+from rnnviz.serving.slots import TrainingSlots
 
 TINY = TrainConfig(hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu")
 SETTINGS = LiveSettings(step_budget=200, sample_every=7, sample_length=20, snapshot_every=3)

@@ -171,8 +171,8 @@ def test_the_link_restores_the_model_and_the_cell():
 def live_run():
     """A tiny live run, trained 6 steps with a snapshot every 2, as the live-training page keeps it."""
     from rnnviz.charlm.corpus import corpus_from_user_text
-    from rnnviz.charlm.live import LiveRun, LiveSettings
     from rnnviz.charlm.train import TrainConfig
+    from rnnviz.serving.live import LiveRun, LiveSettings
 
     code = "".join(f"def f{i}(a, b=[1, (2, {i})]):\n    return {{'k': (a + b[0]) * {i}}}\n\n" for i in range(300))
     corpus = corpus_from_user_text(code, name="brackets.py")
@@ -258,8 +258,8 @@ def test_the_replay_of_a_run_that_grew_says_when_a_new_unit_did_not_exist_yet():
     from streamlit.testing.v1 import AppTest
 
     from rnnviz.charlm.corpus import corpus_from_user_text
-    from rnnviz.charlm.live import LiveRun, LiveSettings
     from rnnviz.charlm.train import TrainConfig
+    from rnnviz.serving.live import LiveRun, LiveSettings
     from rnnviz.ui.kit.models import LIVE_RUN_KEY
     from tests.apptest_helpers import APP, TIMEOUT
 

@@ -20,9 +20,9 @@ import torch
 
 from rnnviz.charlm.checkpoint import load_checkpoint, save_checkpoint
 from rnnviz.charlm.corpus import corpus_from_user_text
-from rnnviz.charlm.live import LiveRun, LiveSettings, Status
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.serving.live import LiveRun, LiveSettings, Status
+from rnnviz.serving.slots import TrainingSlots
 from tests.apptest_helpers import ROOT
 
 TEXT = "".join(f"The {w} sat on mat number {i}, and the {w} was content.\n"

@@ -16,11 +16,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from rnnviz.charlm.checkpoint import Checkpoint, CheckpointError, load_checkpoint, resume_trainer
-from rnnviz.charlm.cli import inspect_main, sample_main
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.foreign import ImportedModel, import_state_dict, load_any, load_foreign, parse_vocab
 from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.charlm.sample import generate
+from rnnviz.cli import inspect_main, sample_main
 from rnnviz.interpret.finder import trace_cells
 
 TEXT = "the cat sat on the mat.\nhe has a hat; she had a bat!\nwe see it.\n"

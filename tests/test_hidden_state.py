@@ -351,8 +351,8 @@ def test_the_page_shows_who_attends_to_a_picked_character():
 
 
 def test_a_slot_takes_this_sessions_live_trained_model():
-    from rnnviz.charlm.live import LiveRun
     from rnnviz.charlm.train import TrainConfig
+    from rnnviz.serving.live import LiveRun
     from rnnviz.ui.kit.models import LIVE_RUN_KEY
 
     corpus = load_builtin("english-docs")
@@ -381,7 +381,7 @@ def test_a_slot_takes_this_sessions_live_trained_model():
 
 def test_the_race_takes_a_mingru_as_a_third_contender_when_ticked(monkeypatch):
     from rnnviz.charlm.presets import ALL_PRESETS, MINGRU_PRESET
-    from rnnviz.charlm.race import RaceStatus
+    from rnnviz.serving.race import RaceStatus
     from rnnviz.ui.hidden_state import race as race_ui
 
     for name, value in (("DURATIONS", (1, 20, 60)), ("DEFAULT_SECONDS", 1), ("MARK_EVERY_S", 0.5),

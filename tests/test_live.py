@@ -10,9 +10,7 @@ import torch
 from torch.testing import assert_close
 
 from rnnviz.charlm.corpus import Corpus, english_docs_text, load_builtin
-from rnnviz.charlm.live import MAX_SNAPSHOTS, LiveRun, LiveSettings, Status
 from rnnviz.charlm.sample import generate
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.speed import (
     MATMUL_EFFICIENCY,
     STEP_OVERHEAD_S,
@@ -23,6 +21,8 @@ from rnnviz.charlm.speed import (
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.core.charmodel import CharModel
 from rnnviz.figures.live import downsample
+from rnnviz.serving.live import MAX_SNAPSHOTS, LiveRun, LiveSettings, Status
+from rnnviz.serving.slots import TrainingSlots
 
 TINY = TrainConfig(hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu")
 

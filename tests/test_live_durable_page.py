@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from rnnviz.charlm.durable import RunStore
+from rnnviz.serving.durable import RunStore
 from rnnviz.ui.app.server import run_registry
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
 from rnnviz.ui.kit.runs import run_store

@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 
 from rnnviz.charlm.corpus import Corpus, english_docs_text, load_builtin
-from rnnviz.charlm.live import LiveRun, LiveSettings, RunRegistry, holds_out, leaves_training_text, sample_prime
-from rnnviz.charlm.presets import PRESETS
+from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET, PRESETS
 from rnnviz.charlm.speed import effective_shape, estimate_chars_per_second, estimate_for_corpus
 from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.serving.live import LiveRun, LiveSettings, RunRegistry, holds_out, leaves_training_text, sample_prime
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
 from rnnviz.ui.live.setup import matmul_flops
 from tests.apptest_helpers import open_page, page_text

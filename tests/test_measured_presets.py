@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rnnviz.charlm.live import LiveSettings
 from rnnviz.charlm.measured import MARKS_FILE, PresetMarks, preset_marks, val_by_mark
 from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT
+from rnnviz.serving.live import LiveSettings
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
 from tests.apptest_helpers import open_page, page_text
 

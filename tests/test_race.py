@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import pytest
 
 from rnnviz.charlm.corpus import Corpus, english_docs_text
-from rnnviz.charlm.race import Mark, Race, RaceRunner, RaceStatus, val_at
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, sequence_loss
+from rnnviz.serving.race import Mark, Race, RaceRunner, RaceStatus, val_at
+from rnnviz.serving.slots import TrainingSlots
 
 LSTM = TrainConfig(hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu")
 GPT = TrainConfig(kind="transformer", layers=1, hidden=16, n_head=2, block_size=8, batch=4, seq_len=8,

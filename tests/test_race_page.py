@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from rnnviz.charlm.race import RaceStatus
 from rnnviz.figures.race import race_figure
+from rnnviz.serving.race import RaceStatus
 from rnnviz.ui.hidden_state import race as race_ui
 from tests.apptest_helpers import open_page, page_text
 
@@ -181,7 +181,7 @@ def test_the_load_note_speaks_only_above_the_core_count():
 
 
 def test_the_figure_draws_what_the_engine_recorded():
-    from rnnviz.charlm.race import Mark
+    from rnnviz.serving.race import Mark
 
     curves = {"LSTM": [Mark("LSTM", 5.0, 5.03, 120, 2.1, 1000), Mark("LSTM", 10.0, 10.01, 250, 1.9, 1000)],
               "Transformer": [Mark("Transformer", 5.0, 5.05, 80, 2.4, 1000)]}
@@ -196,8 +196,8 @@ def test_the_figure_draws_what_the_engine_recorded():
 def test_end_labels_of_close_losses_do_not_overlap():
     """Two races ended at 1.653 and 1.655: the two end labels are moved apart by at least a line of text, each
     still joined to its own curve's end, and a label far from the others stays at its curve's end."""
-    from rnnviz.charlm.race import Mark
     from rnnviz.figures import FONT_SIZE
+    from rnnviz.serving.race import Mark
 
     curves = {"LSTM": [Mark("LSTM", 20.0, 20.01, 98, 1.653, 1000)],
               "Transformer": [Mark("Transformer", 20.0, 20.02, 310, 1.655, 1000)],

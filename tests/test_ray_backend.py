@@ -16,13 +16,13 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from rnnviz.charlm.backend import BackendSetting
 from rnnviz.charlm.corpus import Corpus, english_docs_text
-from rnnviz.charlm.durable import RunKeys
-from rnnviz.charlm.live import LiveRun, LiveSettings, Status
-from rnnviz.charlm.ray_backend import LOOPBACK_ONLY_ENV
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.serving.durable import RunKeys
+from rnnviz.serving.live import LiveRun, LiveSettings, Status
+from rnnviz.serving.ray_backend import LOOPBACK_ONLY_ENV
+from rnnviz.serving.settings import BackendSetting
+from rnnviz.serving.slots import TrainingSlots
 from tests.ray_clusters import beyond_loopback, listening_sockets, local_cluster, ray, shutdown_all
 
 TINY = TrainConfig(kind="lstm", hidden=12, embed_dim=6, batch=4, seq_len=8, device="cpu", seed=5)
@@ -41,7 +41,7 @@ def setting(tmp_path, address="local", every=60, restarts=0) -> BackendSetting:
 
 
 def ray_run(corpus, connection, settings=ENDLESS, config=TINY) -> LiveRun:
-    from rnnviz.charlm.ray_backend import train_on_ray
+    from rnnviz.serving.ray_backend import train_on_ray
 
     run = LiveRun.create(config, corpus, settings)
     run.token = secrets.token_urlsafe(32)
@@ -80,7 +80,7 @@ def children_of(pid: int) -> dict[int, str]:
 def saved_checkpoint(run: LiveRun):
     """The run's last save in its folder as it is now, read independently of the actor (and of ``RayRun``'s
     store)."""
-    from rnnviz.charlm.ray_backend import run_store
+    from rnnviz.serving.ray_backend import run_store
 
     return run_store(run.remote.root).saved_checkpoint(RunKeys.of(run.token))
 
@@ -102,7 +102,7 @@ def actor_info(run: LiveRun) -> dict:
 
 
 def test_a_run_trains_on_an_actor_and_comes_back_exact(tmp_path, corpus):
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving.ray_backend import connect
 
     local_cluster()
     connection = connect(setting(tmp_path))
@@ -131,7 +131,7 @@ def test_a_run_trains_on_an_actor_and_comes_back_exact(tmp_path, corpus):
 
 def test_nothing_of_the_local_cluster_listens_beyond_loopback(tmp_path, corpus):
     """The GCS, the raylet, the agents and the worker of a training run all listen on 127.0.0.1 only."""
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving.ray_backend import connect
 
     local_cluster()
     run = ray_run(corpus, connect(setting(tmp_path)))
@@ -144,7 +144,7 @@ def test_nothing_of_the_local_cluster_listens_beyond_loopback(tmp_path, corpus):
 
 
 def test_a_killed_actor_is_lost_with_the_steps_stated_and_resumes_from_its_checkpoint(tmp_path, corpus):
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving.ray_backend import connect
 
     local_cluster()
     connection = connect(setting(tmp_path, every=60, restarts=0))
@@ -176,7 +176,7 @@ def test_pause_saves_the_run_at_its_step_and_a_second_server_opens_it_there(tmp_
     first server's copy then neither writes over that training on Start nor ends it when its session ends."""
     import gc
 
-    from rnnviz.charlm.ray_backend import RayRun, connect, find_run
+    from rnnviz.serving.ray_backend import RayRun, connect, find_run
 
     local_cluster()
     connection = connect(setting(tmp_path, every=1_000_000))  # no save on schedule: the folder has the launch's
@@ -219,7 +219,7 @@ def test_pause_saves_the_run_at_its_step_and_a_second_server_opens_it_there(tmp_
 def test_reset_in_a_second_server_s_tab_ends_the_run_for_its_owner(tmp_path, corpus):
     """Reset in a tab on a second server ends the run in the owner's tab too, and nothing brings it back (the owner's
     tab said that the worker was lost, and its Start brought the run back under the same address)."""
-    from rnnviz.charlm.ray_backend import connect, find_run
+    from rnnviz.serving.ray_backend import connect, find_run
 
     local_cluster()
     connection = connect(setting(tmp_path, restarts=1))
@@ -243,7 +243,7 @@ def test_a_closed_tab_s_actor_keeps_its_cpu_in_the_queue(tmp_path, corpus):
     """Two CPUs, two runs training, then the first run's tab is closed: its page asks nothing any more, but its
     actor holds its CPU until the session ends. A third run waits, and still says so once the queue's lease of the
     first has run out; it said "a CPU is free" then, and the status page counted no run waiting."""
-    from rnnviz.charlm.ray_backend import NAMESPACE, RayConnection, RunQueueActor, connect
+    from rnnviz.serving.ray_backend import NAMESPACE, RayConnection, RunQueueActor, connect
 
     local_cluster()
     lease_s = 0.5
@@ -269,7 +269,7 @@ def test_a_sigkilled_worker_restarts_by_itself_from_the_checkpoint(tmp_path):
     """With a real corpus: its text is far above Ray's inline limit for arguments (100 KiB), so were it an
     argument of the actor's constructor, Ray would keep it in the object store and a restart could not get it
     back (it died with ReferenceCountingAssertionError, and the run waited for a click)."""
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving.ray_backend import connect
 
     text = english_docs_text()
     assert len(text.encode()) > 4 * RAY_INLINE_LIMIT
@@ -298,7 +298,7 @@ def test_a_sigkilled_worker_restarts_by_itself_from_the_checkpoint(tmp_path):
 def test_the_token_finds_the_actor_again_from_another_replica(tmp_path, corpus):
     import gc
 
-    from rnnviz.charlm.ray_backend import NAMESPACE, RESET_MARK, connect, find_run
+    from rnnviz.serving.ray_backend import NAMESPACE, RESET_MARK, connect, find_run
 
     local_cluster()
     connection = connect(setting(tmp_path))
@@ -335,8 +335,8 @@ def test_a_mirror_of_a_run_nobody_trains_frees_the_orphan_actor_and_keeps_its_ch
     the actor (and its CPU) once nobody trains it, and the checkpoint stays on disk."""
     import gc
 
-    from rnnviz.charlm import ray_backend
-    from rnnviz.charlm.ray_backend import NAMESPACE, connect, find_run
+    from rnnviz.serving import ray_backend
+    from rnnviz.serving.ray_backend import NAMESPACE, connect, find_run
 
     monkeypatch.setattr(ray_backend, "MIRROR_IDLE_S", 0.5)
     local_cluster()
@@ -370,7 +370,7 @@ def test_a_mirror_of_a_run_nobody_trains_frees_the_orphan_actor_and_keeps_its_ch
 def test_the_actor_of_a_run_whose_session_ended_is_killed(tmp_path, corpus):
     import gc
 
-    from rnnviz.charlm.ray_backend import NAMESPACE, connect
+    from rnnviz.serving.ray_backend import NAMESPACE, connect
 
     local_cluster()
     connection = connect(setting(tmp_path))
@@ -393,7 +393,7 @@ def test_the_actor_of_a_run_whose_session_ended_is_killed(tmp_path, corpus):
 
 
 def test_with_a_local_ray_the_status_page_shows_it_and_the_live_page_trains_there(monkeypatch):
-    from rnnviz.charlm.ray_backend import RayRun
+    from rnnviz.serving.ray_backend import RayRun
     from rnnviz.ui.app.server import ray_connection
     from rnnviz.ui.kit.models import LIVE_RUN_KEY
     from tests.apptest_helpers import open_page, page_text
@@ -443,7 +443,7 @@ def test_a_private_ray_started_from_a_script_thread_outlives_that_thread(tmp_pat
     """A Streamlit script thread ends after its run; the private Ray it started must not end with it."""
     import threading
 
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving.ray_backend import connect
 
     shutdown_all()
     made = []
@@ -477,8 +477,8 @@ def test_a_private_ray_of_the_app_keeps_to_loopback_by_itself(tmp_path):
     import sys
 
     environ = {k: v for k, v in os.environ.items() if k not in LOOPBACK_ONLY_ENV}
-    script = ("import sys; from rnnviz.charlm.backend import BackendSetting; "
-              "from rnnviz.charlm.ray_backend import connect; "
+    script = ("import sys; from rnnviz.serving.settings import BackendSetting; "
+              "from rnnviz.serving.ray_backend import connect; "
               f"c = connect(BackendSetting('local', {str(tmp_path)!r}, 60, 0, 'the test')); "
               "print('ok' if c.ok else c.message, flush=True); sys.stdin.read()")
     server = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -494,7 +494,7 @@ def test_a_private_ray_of_the_app_keeps_to_loopback_by_itself(tmp_path):
 
 
 def test_an_unreachable_cluster_is_said_in_words_and_training_stays_here(tmp_path, corpus):
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving.ray_backend import connect
 
     shutdown_all()
     connection = connect(setting(tmp_path, address="127.0.0.1:9"))
@@ -510,7 +510,7 @@ def test_an_unreachable_cluster_is_said_in_words_and_training_stays_here(tmp_pat
 def test_missing_ray_is_said_in_words(tmp_path, monkeypatch):
     import sys
 
-    from rnnviz.charlm.ray_backend import connect, forget_connection
+    from rnnviz.serving.ray_backend import connect, forget_connection
 
     forget_connection()
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray → ImportError
@@ -546,7 +546,7 @@ def test_the_queue_tells_a_run_starting_on_a_free_cpu_from_one_that_waits():
     """Two CPUs. Three runs press Start at once: two start (place 0), the third waits (number 1). Once the first
     two train, a fourth waits behind the third; when a run stops, the third starts; the status page counts only
     the runs that really wait."""
-    from rnnviz.charlm.ray_backend import RunQueue
+    from rnnviz.serving.ray_backend import RunQueue
 
     queue = RunQueue()
     assert [queue.place(run, 2) for run in ("a", "b", "c")] == [0, 0, 1]
@@ -561,7 +561,7 @@ def test_the_queue_tells_a_run_starting_on_a_free_cpu_from_one_that_waits():
 
 def test_the_status_banner_counts_the_cpus_the_cluster_has_now(tmp_path):
     """A node lost after the connection was made: the banner says the CPUs left, not those at connect time."""
-    from rnnviz.charlm.ray_backend import RayConnection
+    from rnnviz.serving.ray_backend import RayConnection
 
     connection = RayConnection(setting(tmp_path), True, "Training runs on the Ray cluster at h:6379: 2 CPUs, one per "
                                "training session.", where="the Ray cluster at h:6379")

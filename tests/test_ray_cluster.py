@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from rnnviz.charlm.corpus import Corpus, english_docs_text
-from rnnviz.charlm.live import Status
+from rnnviz.serving.live import Status
 from tests.ray_clusters import beyond_loopback, listening_sockets, ray, shutdown_all, two_nodes
 from tests.test_ray_backend import (
     RAY_INLINE_LIMIT,
@@ -44,8 +44,8 @@ def cluster():
 
 
 def test_three_students_on_two_cpus_queue_across_the_cluster(tmp_path, corpus, cluster, caplog, monkeypatch):
-    from rnnviz.charlm import ray_backend
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving import ray_backend
+    from rnnviz.serving.ray_backend import connect
 
     connection = connect(setting(tmp_path, address=cluster.address))
     assert connection.ok and "2 CPUs" in connection.message
@@ -81,7 +81,7 @@ def test_three_students_on_two_cpus_queue_across_the_cluster(tmp_path, corpus, c
 def test_nothing_of_the_two_node_cluster_listens_beyond_loopback(tmp_path, corpus, cluster):
     import os
 
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving.ray_backend import connect
 
     run = ray_run(corpus, connect(setting(tmp_path, address=cluster.address)))
     run.start()
@@ -95,7 +95,7 @@ def test_nothing_of_the_two_node_cluster_listens_beyond_loopback(tmp_path, corpu
 def test_a_run_whose_node_is_removed_comes_back_on_the_other_node(tmp_path, corpus, cluster):
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving.ray_backend import connect
 
     connection = connect(setting(tmp_path, address=cluster.address, every=60, restarts=1))
     head = cluster.head_node.node_id
@@ -132,7 +132,7 @@ def test_a_node_lost_after_its_chunks_saved_the_run_loses_no_step(tmp_path, corp
     with a chunk cut short after its save it said "-25 steps were lost")."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving.ray_backend import connect
 
     connection = connect(setting(tmp_path, address=cluster.address, every=1, restarts=1))  # every chunk saves
     head = cluster.head_node.node_id

@@ -1,13 +1,14 @@
-"""The run store's size cap (rnnviz.charlm.durable.RunStore.prune) deletes the oldest saved runs first, but never a
+"""The run store's size cap (rnnviz.serving.durable.RunStore.prune) deletes the oldest saved runs first, but never a
 run this process still holds, even when that run is the oldest and the folder stays over the cap without it."""
 
 import os
 import time
 
 from rnnviz.charlm.corpus import Corpus
-from rnnviz.charlm.durable import RunStore, StoreSetting
-from rnnviz.charlm.live import LiveRun, LiveSettings
 from rnnviz.charlm.train import TrainConfig
+from rnnviz.serving.durable import RunStore
+from rnnviz.serving.live import LiveRun, LiveSettings
+from rnnviz.serving.settings import StoreSetting
 
 TINY = TrainConfig(hidden=8, embed_dim=4, batch=2, seq_len=8, device="cpu")
 CORPUS = Corpus("notes", "a store that fills up deletes the oldest runs first. " * 20)

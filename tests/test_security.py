@@ -116,7 +116,7 @@ def test_only_the_corpus_module_fetches_urls_and_only_its_fixed_one():
                           re.MULTILINE)
     # The one other opening: ray_backend.py checks with a TCP connect that the operator's Ray address
     # (RNNVIZ_RAY_ADDRESS or .streamlit/rnnviz.toml, never a user's input) answers before ray.init retries for minutes.
-    ray_backend = ROOT / "rnnviz" / "charlm" / "ray_backend.py"
+    ray_backend = ROOT / "rnnviz" / "serving" / "ray_backend.py"
     outside = [f"{p.relative_to(ROOT)}: {m.group()}" for p in SOURCES if p != ROOT / "rnnviz" / "charlm" / "corpus.py"
                for m in fetching.finditer(p.read_text())
                if not (p == ray_backend and m.group().strip() == "import socket")]

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from rnnviz.charlm.slots import TrainingSlots
+from rnnviz.serving.slots import TrainingSlots
 
 
 class FakeClock:
@@ -79,8 +79,8 @@ def test_an_owner_known_to_be_gone_frees_its_slot_at_once_not_after_its_lease():
 
 def test_the_run_registry_tells_whether_a_run_s_tab_is_connected():
     from rnnviz.charlm.corpus import load_builtin
-    from rnnviz.charlm.live import LiveRun, RunRegistry
     from rnnviz.charlm.train import TrainConfig
+    from rnnviz.serving.live import LiveRun, RunRegistry
 
     registry = RunRegistry()
     run = LiveRun.create(TrainConfig(hidden=4, embed_dim=2, batch=1, seq_len=2, device="cpu"), load_builtin("hello"))
@@ -90,3 +90,15 @@ def test_the_run_registry_tells_whether_a_run_s_tab_is_connected():
     assert registry.held_by(token, connected=lambda session: False) is False  # every tab closed
     assert registry.held_by("a token nobody made", connected=lambda session: False) is None
     assert registry.held_by(("not", "a token"), connected=lambda session: False) is None
+
+
+def test_the_slot_count_comes_from_the_environment_and_a_bad_one_falls_back_to_the_cores():
+    """$RNNVIZ_TRAINING_SLOTS sets how many sessions train at once; a value that is no positive count leaves the
+    default, one per physical core, where it used to stop the server with a ValueError at its first page."""
+    from rnnviz.core.runtime import physical_cores
+    from rnnviz.serving.settings import training_slot_count
+
+    assert training_slot_count({"RNNVIZ_TRAINING_SLOTS": "3"}) == 3
+    for unset_or_bad in ({}, {"RNNVIZ_TRAINING_SLOTS": ""}, {"RNNVIZ_TRAINING_SLOTS": "many"},
+                         {"RNNVIZ_TRAINING_SLOTS": "0"}, {"RNNVIZ_TRAINING_SLOTS": "-2"}):
+        assert training_slot_count(unset_or_bad) == physical_cores(), unset_or_bad

@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from rnnviz.charlm.cli import sample_main, train_main, train_parser
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, Corpus, english_docs_text, load_builtin
 from rnnviz.charlm.presets import PRESETS
 from rnnviz.charlm.train import TrainConfig, Trainer, sequence_loss
+from rnnviz.cli import sample_main, train_main, train_parser
 from rnnviz.core.charmodel import CharModel
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,10 +18,10 @@ from bench.time_to_words import tokens, word_share
 from rnnviz.charlm import train as train_module
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.presets import ALL_PRESETS, SHAKESPEARE_3_MIN
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.core import runtime
 from rnnviz.core.runtime import share_cores
+from rnnviz.serving.slots import TrainingSlots
 
 TEXT = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
         "First Citizen:\nYou are all resolved rather to die than to famish?\n") * 40

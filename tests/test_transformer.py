@@ -18,12 +18,12 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 from rnnviz.charlm.checkpoint import CheckpointError, export_script, load_checkpoint, resume_trainer, save_checkpoint
-from rnnviz.charlm.cli import config_from_args, train_main, train_parser
 from rnnviz.charlm.corpus import Corpus, Vocab, english_docs_text
 from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, TRANSFORMER_PRESETS
 from rnnviz.charlm.sample import Intervention, beam_search, exposure_bias, generate, next_char_distribution
 from rnnviz.charlm.sample_request import check_sample_request
 from rnnviz.charlm.train import TrainConfig, Trainer, make_optimizer, sequence_loss
+from rnnviz.cli import config_from_args, train_main, train_parser
 from rnnviz.core.charmodel import build_model, carried_nbytes
 from rnnviz.core.config import ModelConfig
 from rnnviz.core.recurrent import KINDS

@@ -1,3 +1,3 @@
-"""Character models end to end: corpora and batching, the chunked trainer and its presets, the speed estimate,
-sampling, checkpoints, the live runs and training slots behind the live page, the shipped models, and the command
-line (``cli``)."""
+"""The character model itself: corpora and batching, the chunked trainer and its presets, the speed estimate,
+sampling, checkpoints, foreign models, and the shipped models. What a class's server runs around it lives in
+``rnnviz.serving``; the commands in ``rnnviz.cli``."""

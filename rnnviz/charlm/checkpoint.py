@@ -29,9 +29,8 @@ from typing import BinaryIO
 import torch
 
 from rnnviz.bounded import load_torch_file, nonfinite_problem, times
-from rnnviz.charlm.cooldown import COOL_SHARE
 from rnnviz.charlm.corpus import CorpusError, Vocab
-from rnnviz.charlm.train import EvalRecord, StepRecord, TrainConfig, Trainer
+from rnnviz.charlm.train import COOL_SHARE, EvalRecord, StepRecord, TrainConfig, Trainer
 from rnnviz.core.charmodel import CharModel, build_model
 from rnnviz.core.config import MODEL_KINDS, kind_label
 from rnnviz.core.transformer import CharTransformer
@@ -77,7 +76,7 @@ def save_checkpoint(path: str | Path, trainer: Trainer, corpus_name: str | None 
                **trainer.state_dict()}
     if not include_optimizer:
         payload["optimizer"] = None
-    _to_cpu_inplace(payload)
+    to_cpu_inplace(payload)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -113,7 +112,7 @@ def load_checkpoint(source: str | Path | bytes | BinaryIO, kinds: Sequence[str] 
     own its values and every weight be finite, and the weights load into our own architecture with ``strict=True``.
     Every failure is a CheckpointError.
     """
-    raw = _read_bytes(source)
+    raw = read_source_bytes(source)
     if len(raw) < 4:
         raise CheckpointError("The file is empty or far too short to be a checkpoint.")
     if not raw.startswith(b"PK\x03\x04"):
@@ -129,7 +128,8 @@ def load_weights_only(raw: bytes, noun: str = "file", pickled_hint: str = "",
     return load_torch_file(raw, CheckpointError, noun, pickled_hint, max_record_bytes)
 
 
-def _read_bytes(source) -> bytes:
+def read_source_bytes(source) -> bytes:
+    """The bytes of a file given as bytes, a path or a binary file; a path that cannot be read is a CheckpointError."""
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source)
     if isinstance(source, str | Path):
@@ -191,12 +191,6 @@ def validate_checkpoint(payload, kinds: tuple[str, ...] = MODEL_KINDS,
             raise CheckpointError(f"The checkpoint's carried state (tensor {k}) cannot be used: {problem}.")
     trainer_state = {key: payload[key] for key in TRAINER_KEYS}
     return Checkpoint(config, vocab, model, quoted(payload["corpus"]), history, evals, trainer_state)
-
-
-def _validate(payload, kinds: tuple[str, ...] = MODEL_KINDS) -> Checkpoint:
-    """``validate_checkpoint`` of a run the server saved itself (rnnviz.charlm.durable): its history is as long as
-    the run, which may be far longer than an upload's."""
-    return validate_checkpoint(payload, kinds, FileLimits(history_records=None))
 
 
 def _check_rng(rng) -> None:
@@ -324,14 +318,14 @@ def resume_trainer(checkpoint: Checkpoint, corpus) -> Trainer:
     return trainer
 
 
-def _to_cpu_inplace(value):
+def to_cpu_inplace(value):
     """Move every tensor in a nested dict/list to the CPU, so the file loads anywhere."""
     if isinstance(value, dict):
         for key, item in value.items():
-            value[key] = _to_cpu_inplace(item)
+            value[key] = to_cpu_inplace(item)
         return value
     if isinstance(value, list):
-        return [_to_cpu_inplace(item) for item in value]
+        return [to_cpu_inplace(item) for item in value]
     if isinstance(value, torch.Tensor):
         return value.cpu()
     return value

@@ -32,9 +32,9 @@ from rnnviz.bounded import nonfinite_problem, storage_problem, times
 from rnnviz.charlm.checkpoint import (
     Checkpoint,
     CheckpointError,
-    _read_bytes,
     load_weights_only,
     model_size_problem,
+    read_source_bytes,
     validate_checkpoint,
 )
 from rnnviz.charlm.corpus import Vocab
@@ -535,14 +535,14 @@ def load_foreign(model: str | Path | bytes | BinaryIO, vocab: str | Path | bytes
     the vocabulary beside the weights ({"state_dict": ..., "vocab": ...}). ``limits``: what is read at most
     (OWN_FILE_LIMITS for a file of the operator's own). ``kw`` go to ``import_state_dict``.
     """
-    return _import_payload(_torch_load(_read_bytes(model), limits), vocab, max_parameters=limits.parameters, **kw)
+    return _import_payload(_torch_load(read_source_bytes(model), limits), vocab, max_parameters=limits.parameters, **kw)
 
 
 def load_any(model: str | Path | bytes | BinaryIO, vocab: str | Path | bytes | None = None, *,
              limits: FileLimits = UPLOAD_LIMITS, **kw) -> tuple[Checkpoint, list[str]]:
     """An rnnviz checkpoint as ``load_checkpoint`` reads it (report []), or any plain char model as
     ``load_foreign`` reads it (its report), within ``limits`` (OWN_FILE_LIMITS for a file of the operator's own)."""
-    raw = _read_bytes(model)
+    raw = read_source_bytes(model)
     payload = _torch_load(raw, limits)
     if isinstance(payload, dict) and "format_version" in payload:
         return validate_checkpoint(payload, limits=limits), []

@@ -1,6 +1,6 @@
 """Ready-made runs for the live page, the CLI and the benchmarks: one registry, ``ALL_PRESETS``, by name.
 
-Every preset was found by racing contenders on one clock (rnnviz.charlm.race, bench/time_to_loss.py,
+Every preset was found by racing contenders on one clock (rnnviz.serving.race, bench/time_to_loss.py,
 bench/shakespeare_sweep.py, bench/mingru_speed.py). ``PRESETS``, ``TRANSFORMER_PRESETS`` and ``MINGRU_PRESETS``
 are views of the one registry by kind, holding the same Preset objects.
 """
@@ -43,7 +43,7 @@ class Preset:
     minutes: float  # wall-time budget it was tuned for
     note: str  # one line on what to expect
     steps: int | None = None  # the live page's step budget; None: its schedule's length, or its minutes' worth
-    cool_down: bool = False  # the live page cools a copy down when the run stops (rnnviz.charlm.cooldown)
+    cool_down: bool = False  # the live page cools a copy down when the run stops (rnnviz.serving.cooldown)
 
 
 # In menu order: the recurrent kinds of torch, the Transformers, the minGRU.
@@ -63,7 +63,7 @@ ALL_PRESETS: dict[str, Preset] = {
             # Issue 37's anytime default (bench/anytime.py): the quick demo's 1 × 256 at lr 1e-2 for its first
             # steps, where small fast steps learn most, then the 3-minute preset's 1 × 448 (widened without changing
             # what it computes, rnnviz.charlm.train.Trainer.widen) with AdamW at a steady 5e-3: warmup–stable–decay,
-            # whose decay is the copy cooled when the run stops (rnnviz.charlm.cooldown). It beat the same run on a
+            # whose decay is the copy cooled when the run stops (rnnviz.serving.cooldown). It beat the same run on a
             # cosine over 3,400 steps at every mark from 10 s to 600 s (results.json row anytime_600s_wsd).
             TrainConfig(hidden=448, batch=32, seq_len=64, optimizer="adamw", lr=5e-3, precision="auto",
                         grow_from=256, grow_at=ANYTIME_GROW_AT, grow_lr=1e-2),

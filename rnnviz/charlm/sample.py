@@ -18,7 +18,7 @@ A Transformer samples with its key/value cache (``CharTransformer.prefill`` then
 from one character to the next is K and V of every earlier position, not a state vector. Past its context
 the window slides: each new character is predicted from the last ``block_size`` characters.
 
-The CLI lives in ``rnnviz.charlm.cli``: ``rnnviz sample --help``.
+The CLI lives in ``rnnviz.cli``: ``rnnviz sample --help``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ context). ``TrainConfig.describe()`` says which of the two a run does, in words.
 non-finite loss or gradient, or a loss above 3× the first one, halts the run and puts back the last
 weights known to be good, with the reason in ``trainer.halt``.
 
-The CLI lives in ``rnnviz.charlm.cli``: ``rnnviz train --help``.
+The CLI lives in ``rnnviz.cli``: ``rnnviz train --help``.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ from rnnviz.core.transformer import CharTransformer
 OPTIMIZERS = ("adam", "rmsprop", "sgd", "adagrad", "adamw")
 ADAMW_BETAS = (0.9, 0.99)  # nanoGPT's for characters: β₂ 0.99, since each step sees few tokens
 EXPLODE_FACTOR = 3.0  # a loss above this multiple of the first step's loss counts as exploding
+# Warmup–stable–decay's cool-down: the share of a run's steps over which the learning rate falls linearly to 0
+# (Hägele et al. 2024's 20%, which matches a cosine tuned for the same time): a live run cools a copy of itself
+# down when it stops, an exported script at the end of its --steps.
+COOL_SHARE = 0.2
 SNAPSHOT_EVERY = 25  # steps between copies of the last good weights (and optimizer state)
 EVAL_STREAMS, EVAL_T = 16, 256  # evaluation reads the val split as 16 streams, 256 characters at a time
 LN2 = math.log(2.0)

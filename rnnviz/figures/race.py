@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from rnnviz.charlm.race import Mark
 from rnnviz.figures import FONT_SIZE, PALETTE, house_style, ngram_lines
+from rnnviz.serving.race import Mark
 
 COLOURS = (PALETTE["hidden"], PALETTE["output"], PALETTE["highlight"], PALETTE["weight"], PALETTE["input"])
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rnnviz.figures import FADED
 from rnnviz.limits import BIDI_CONTROLS, name_bidi_controls
+from rnnviz.style import FADED
 
 # A blue–white–red diverging scale (ColorBrewer RdBu ends): below 0 blue, above it red.
 NEGATIVE = (33, 102, 172)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rnnviz.charlm.backend import ADDRESS_ENV, SETTINGS_FILE, backend_setting
-from rnnviz.charlm.durable import RUN_DIR_ENV
+from rnnviz.serving.settings import ADDRESS_ENV, RUN_DIR_ENV, SETTINGS_FILE, backend_setting
 from rnnviz.ui.app.server import ray_connection
 from rnnviz.ui.kit.runs import run_folder
 

@@ -19,7 +19,8 @@ from urllib.parse import quote
 import pytest
 import torch
 
-from rnnviz.charlm.durable import RunStore, StoreSetting
+from rnnviz.serving.durable import RunStore
+from rnnviz.serving.settings import StoreSetting
 from rnnviz.ui.app.server import LEASE_SECONDS
 from rnnviz.ui.kit.corpora import CORPUS_LABELS
 from tests.e2e.harness import ROOT, free_port, open_app_page, wait_healthy

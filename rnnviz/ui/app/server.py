@@ -7,22 +7,15 @@ live in their sessions and are held here only weakly. Pages and the Server statu
 
 from __future__ import annotations
 
-import os
-
 import streamlit as st
 
-from rnnviz.charlm.backend import backend_setting
-from rnnviz.charlm.live import RunRegistry
-from rnnviz.charlm.slots import TrainingSlots
-from rnnviz.core.runtime import physical_cores, share_cores
+from rnnviz.core.runtime import share_cores
+from rnnviz.serving.live import RunRegistry
+from rnnviz.serving.settings import backend_setting, training_slot_count
+from rnnviz.serving.slots import TrainingSlots
 from rnnviz.ui.app.sessions import session_connected
 
 LEASE_SECONDS = 20.0  # a tab that stops asking for chunks gives its slot up after this long (a closed one at once)
-
-
-def slot_capacity() -> int:
-    """Sessions that may train at once: the physical cores, or $RNNVIZ_TRAINING_SLOTS."""
-    return int(os.environ.get("RNNVIZ_TRAINING_SLOTS", 0)) or physical_cores()
 
 
 def slot_owner_present(owner) -> bool:
@@ -36,7 +29,7 @@ def slot_owner_present(owner) -> bool:
 @st.cache_resource(show_spinner=False)
 def training_slots() -> TrainingSlots:
     """The one TrainingSlots of this server process: a live run and a race each hold one while they train."""
-    return TrainingSlots(slot_capacity(), lease_seconds=LEASE_SECONDS, on_change=share_cores,
+    return TrainingSlots(training_slot_count(), lease_seconds=LEASE_SECONDS, on_change=share_cores,
                          present=slot_owner_present)
 
 
@@ -54,11 +47,11 @@ def race_registry() -> RunRegistry:
 
 @st.cache_resource(show_spinner=False)
 def ray_connection():
-    """This process's RayConnection (rnnviz.charlm.ray_backend), made once; None when no Ray address is set."""
+    """This process's RayConnection (rnnviz.serving.ray_backend), made once; None when no Ray address is set."""
     setting = backend_setting()
     if not setting.wants_ray:
         return None
-    from rnnviz.charlm.ray_backend import connect
+    from rnnviz.serving.ray_backend import connect
 
     return connect(setting)
 

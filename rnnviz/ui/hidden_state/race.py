@@ -1,5 +1,5 @@
 """The race section of the hidden-state page: the LSTM preset against the Transformer preset (and, when ticked,
-the minGRU preset), trained in turn on one clock by a background thread (rnnviz.charlm.race), with the val-loss
+the minGRU preset), trained in turn on one clock by a background thread (rnnviz.serving.race), with the val-loss
 curves filling in live.
 
 The RaceRunner, and with it every trained model, lives in ``st.session_state[RUNNER]``: switching pages or
@@ -19,9 +19,9 @@ import streamlit as st
 
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError
 from rnnviz.charlm.presets import ALL_PRESETS, MINGRU_PRESET, SHAKESPEARE_3_MIN, TUNED_GPT
-from rnnviz.charlm.race import Race, RaceRunner, RaceStatus, load_average
 from rnnviz.charlm.speed import count_parameters
 from rnnviz.figures import race as figures
+from rnnviz.serving.race import Race, RaceRunner, RaceStatus, load_average
 from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.app.server import race_registry, training_slots
 from rnnviz.ui.kit.address import HeldInAddress

@@ -21,10 +21,10 @@ import torch
 
 from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint
 from rnnviz.charlm.corpus import UnknownCharactersError, Vocab
-from rnnviz.charlm.live import still_copy
 from rnnviz.core.config import shape_label
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret import hidden_state as hs
+from rnnviz.serving.live import still_copy
 from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.hidden_state.race import current_runner
 from rnnviz.ui.kit.cache import session_value, value_for

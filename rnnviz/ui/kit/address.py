@@ -17,7 +17,7 @@ from typing import Any
 
 import streamlit as st
 
-from rnnviz.charlm.live import RunRegistry
+from rnnviz.serving.live import RunRegistry
 from rnnviz.ui.app.sessions import current_session_id, session_alive
 
 NOTICE_STYLES = {"error": (st.error, ":material/error:"), "warning": (st.warning, ":material/warning:")}

@@ -1,4 +1,4 @@
-"""Where this server keeps its live runs on disk (rnnviz.charlm.durable): one RunStore per process, made on first
+"""Where this server keeps its live runs on disk (rnnviz.serving.durable): one RunStore per process, made on first
 use, that reads built-in corpora through the pages' shared cache, and that saves every run with unsaved steps when
 the server shuts down (SIGTERM: Streamlit stops its loop and the process exits through ``atexit``)."""
 
@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from rnnviz.charlm.durable import RunStore, StoreSetting, drain, store_setting
+from rnnviz.serving.durable import RunStore, drain
+from rnnviz.serving.settings import StoreSetting, store_setting
 from rnnviz.ui.kit.corpora import builtin_corpus
 
 

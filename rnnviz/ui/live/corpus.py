@@ -20,7 +20,7 @@ from rnnviz.charlm.corpus import (
     corpus_from_user_text,
     tiny_shakespeare_damaged,
 )
-from rnnviz.charlm.live import MAX_CORPUS_BYTES, holds_out
+from rnnviz.serving.live import MAX_CORPUS_BYTES, holds_out
 from rnnviz.ui.kit.corpora import CORPUS_HELP, CORPUS_LABELS, builtin_corpus, needs_download
 from rnnviz.ui.kit.widgets import literal, text_block
 from rnnviz.ui.live.setup import (

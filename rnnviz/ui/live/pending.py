@@ -10,9 +10,9 @@ from dataclasses import dataclass, fields
 import streamlit as st
 
 from rnnviz.charlm.corpus import Corpus
-from rnnviz.charlm.live import MAX_PARAMETERS, MAX_STEP_BUDGET, LiveSettings
 from rnnviz.charlm.speed import count_parameters, effective_shape, estimate_chars_per_second, estimate_for_corpus
 from rnnviz.charlm.train import TrainConfig
+from rnnviz.serving.live import MAX_PARAMETERS, MAX_STEP_BUDGET, LiveSettings
 from rnnviz.ui.kit.widgets import literal, seed
 from rnnviz.ui.live.setup import (
     FAMILY_PRESETS,

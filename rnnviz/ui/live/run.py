@@ -12,8 +12,8 @@ reload or a new tab finds it again is in ``rnnviz.ui.kit.address``). A run that 
 trains (``rnnviz.ui.kit.runs``), so that its address finds it again after the server restarted, or after its
 session expired: the run comes back paused, at the step of its last save.
 
-With RNNVIZ_RAY_ADDRESS set (see rnnviz.charlm.backend), a new run trains on a Ray actor
-(rnnviz.charlm.ray_backend) and the page's LiveRun mirrors it; a token this process does not know is looked
+With RNNVIZ_RAY_ADDRESS set (see rnnviz.serving.backend), a new run trains on a Ray actor
+(rnnviz.serving.ray_backend) and the page's LiveRun mirrors it; a token this process does not know is looked
 up as a named actor on the cluster (a reload that landed on another replica). Ray that is missing or does not
 answer leaves training in this process, and the Server status page says why.
 """
@@ -23,8 +23,8 @@ from __future__ import annotations
 import streamlit as st
 
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, Corpus
-from rnnviz.charlm.durable import StoredRunError
-from rnnviz.charlm.live import LiveRun, Status
+from rnnviz.serving.durable import StoredRunError
+from rnnviz.serving.live import LiveRun, Status
 from rnnviz.ui.app.server import ray_if_usable, run_registry, training_slots
 from rnnviz.ui.kit.address import HeldInAddress
 from rnnviz.ui.kit.corpora import download_shakespeare, needs_download
@@ -94,7 +94,7 @@ def _run_elsewhere(token: str) -> LiveRun | None:
     on another replica), else its last save on disk (the server restarted, or its session expired)."""
     connection = ray_if_usable()
     if connection is not None:
-        from rnnviz.charlm.ray_backend import find_run
+        from rnnviz.serving.ray_backend import find_run
 
         return find_run(token, connection)
     store = run_store()
@@ -163,7 +163,7 @@ def _create_run() -> LiveRun | None:
     RUN_ADDRESS.register(run)
     connection = ray_if_usable()
     if connection is not None:
-        from rnnviz.charlm.ray_backend import train_on_ray
+        from rnnviz.serving.ray_backend import train_on_ray
 
         train_on_ray(run, connection)  # its chunks train on an actor named by the token
     elif (store := run_store()) is not None:

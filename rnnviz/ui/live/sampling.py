@@ -16,7 +16,6 @@ import torch
 
 from rnnviz.charlm.checkpoint import CheckpointError, checkpoint_bytes, export_script, load_checkpoint
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError
-from rnnviz.charlm.live import holds_out
 from rnnviz.charlm.sample import ExposureBias, NextCharTable, exposure_bias, next_char_distribution
 from rnnviz.charlm.sample_request import (
     MAX_SAMPLE_LENGTH,
@@ -28,6 +27,7 @@ from rnnviz.charlm.sample_request import (
 from rnnviz.charlm.train import TrainConfig
 from rnnviz.core.config import shape_label
 from rnnviz.figures import live as figures
+from rnnviz.serving.live import holds_out
 from rnnviz.ui.kit.cache import value_for
 from rnnviz.ui.kit.corpora import builtin_corpus, needs_download
 from rnnviz.ui.kit.models import UPLOADED_KEY, ModelSource, model_sources, settled

@@ -15,12 +15,10 @@ from typing import Any
 
 import streamlit as st
 
-from rnnviz.charlm.cooldown import MAX_COOL_SECONDS
 from rnnviz.charlm.corpus import (
     BUILTIN_CORPORA,
     Corpus,
 )
-from rnnviz.charlm.live import LiveRun
 from rnnviz.charlm.presets import (
     DEFAULT_PRESET,
     MINGRU_PRESET,
@@ -33,6 +31,8 @@ from rnnviz.charlm.presets import (
 from rnnviz.charlm.speed import estimate_chars_per_second, measure_matmul_flops
 from rnnviz.charlm.train import OPTIMIZERS, TrainConfig
 from rnnviz.core import equations
+from rnnviz.serving.cooldown import MAX_COOL_SECONDS
+from rnnviz.serving.live import LiveRun
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_choice, restore_from_link, share_link
 from rnnviz.ui.kit.widgets import literal, seed

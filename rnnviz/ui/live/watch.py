@@ -11,12 +11,12 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from rnnviz.charlm.live import LiveRun, Status, leaves_training_text
 from rnnviz.charlm.measured import CORPUS as MEASURED_CORPUS
 from rnnviz.charlm.measured import preset_marks, val_by_mark
 from rnnviz.charlm.presets import matching_preset
 from rnnviz.core.config import shape_label
 from rnnviz.figures import live as figures
+from rnnviz.serving.live import LiveRun, Status, leaves_training_text
 from rnnviz.ui.kit.baselines import line_losses
 from rnnviz.ui.kit.widgets import literal, plot, text_block
 from rnnviz.ui.live.corpus import memorises

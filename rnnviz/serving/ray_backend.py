@@ -8,7 +8,7 @@ it in chunks; the page's LiveRun is a mirror that ``RayRun.tick`` keeps up to da
 never idles while the page polls.
 
 A run on Ray lives in its run folder under the checkpoint folder, which every node must see, in the format of
-durable runs (rnnviz.charlm.durable: one folder per run named by a digest of the token, every file
+durable runs (rnnviz.serving.durable: one folder per run named by a digest of the token, every file
 authenticated with a key from the token). The page writes the run there before it starts an actor; the actor's
 constructor gets only where to find it (a RunPlace: small values, which Ray keeps to restart the actor) and
 reads it back; then the actor saves it every ``checkpoint_every`` steps (or 60 s) and at every stop. When the
@@ -51,11 +51,11 @@ from pathlib import Path
 
 import torch
 
-from rnnviz.charlm.backend import BackendSetting
 from rnnviz.charlm.corpus import Corpus
-from rnnviz.charlm.durable import RunKeys, RunStore, StoredRunError, StoreSetting
-from rnnviz.charlm.live import ACTIVE, LiveRun, LiveSettings, SampleRecord, Status, light_copy
 from rnnviz.charlm.train import EvalRecord, Halt, StepRecord, Trainer
+from rnnviz.serving.durable import RunKeys, RunStore, StoredRunError
+from rnnviz.serving.live import ACTIVE, LiveRun, LiveSettings, SampleRecord, Status, light_copy
+from rnnviz.serving.settings import BackendSetting, StoreSetting
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -592,7 +592,7 @@ def _let_go_of_a_mirror(name: str, run_id: str, queue, idle_limit_s: float) -> N
 
 
 class RayRun:
-    """Trains one LiveRun on a Ray actor (a RemoteTraining of rnnviz.charlm.backend); the LiveRun is the mirror.
+    """Trains one LiveRun on a Ray actor (a RemoteTraining of rnnviz.serving.backend); the LiveRun is the mirror.
 
     Invariant: while no actor exists, the LiveRun's trainer holds the exact training state, so a new actor
     starts from it (Start after Pause, or after a loss once ``restore`` put the checkpoint back)."""

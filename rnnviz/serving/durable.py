@@ -43,7 +43,6 @@ import hmac
 import io
 import os
 import shutil
-import sys
 import threading
 import time
 import weakref
@@ -53,18 +52,13 @@ from pathlib import Path
 
 import torch
 
-from rnnviz.charlm.backend import SETTINGS_FILE, _file_settings  # [rnnviz] run_dir, save_every_s, …
-from rnnviz.charlm.checkpoint import FORMAT_VERSION, CheckpointError, _to_cpu_inplace, _validate
+from rnnviz.charlm.checkpoint import FORMAT_VERSION, Checkpoint, CheckpointError, to_cpu_inplace, validate_checkpoint
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, Corpus, CorpusError, load_builtin
-from rnnviz.charlm.live import LiveRun, LiveSettings, SampleRecord, Status, light_copy
 from rnnviz.charlm.train import Trainer
+from rnnviz.limits import FileLimits
+from rnnviz.serving.live import LiveRun, LiveSettings, SampleRecord, Status, light_copy
+from rnnviz.serving.settings import StoreSetting
 
-RUN_DIR_ENV = "RNNVIZ_RUN_DIR"  # where runs are saved; "off" keeps nothing
-SAVE_EVERY_ENV = "RNNVIZ_SAVE_EVERY_S"  # seconds of training between saves
-DEFAULT_SAVE_EVERY_S = 60.0  # a restart loses at most this much training
-DEFAULT_SAVE_EVERY_STEPS = 5_000  # and at most this many steps (a tiny model takes thousands a minute)
-DEFAULT_RETENTION_DAYS = 7.0  # a run not opened for this long is deleted
-DEFAULT_MAX_TOTAL_MB = 5_000  # the whole folder; the oldest runs go first beyond it
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a crash between write and rename
 
 MAGIC = b"RNNVIZr2"  # the tag covers the file's name too
@@ -73,63 +67,18 @@ TAG_BYTES = 32
 STATE_FORMAT = 1
 
 
+def validate_saved_checkpoint(payload) -> Checkpoint:
+    """``validate_checkpoint`` of a run this server saved itself: its history is as long as the run, which may be
+    far longer than an upload's."""
+    return validate_checkpoint(payload, limits=FileLimits(history_records=None))
+
+
 class StoredRunError(ValueError):
     """A saved run that cannot be restored, with the reason in words."""
 
 
 class SaveFailed(OSError):
     """Writing a run to disk failed (full disk, read-only or missing folder); the run itself is unharmed."""
-
-
-def default_run_dir(environ: dict | None = None, platform: str = sys.platform) -> Path:
-    """The platform's usual per-user place for state: $XDG_STATE_HOME or ~/.local/state on Linux and other
-    Unix, ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows; runs go in ``rnnviz/runs``."""
-    environ = os.environ if environ is None else environ
-    home = Path(environ.get("HOME") or Path.home())
-    if platform == "win32":
-        base = Path(environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
-    elif platform == "darwin":
-        base = home / "Library" / "Application Support"
-    else:
-        base = Path(environ.get("XDG_STATE_HOME") or home / ".local" / "state")
-    return base / "rnnviz" / "runs"
-
-
-@dataclass(frozen=True)
-class StoreSetting:
-    """Where and how often runs are saved; ``folder`` None keeps nothing (``RNNVIZ_RUN_DIR=off``)."""
-
-    folder: Path | None
-    save_every_s: float = DEFAULT_SAVE_EVERY_S
-    save_every_steps: int = DEFAULT_SAVE_EVERY_STEPS
-    retention_s: float = DEFAULT_RETENTION_DAYS * 86_400
-    max_total_bytes: int = DEFAULT_MAX_TOTAL_MB * 1_000_000
-    source: str = "the default"
-
-
-def store_setting(environ: dict | None = None, settings_file: Path = SETTINGS_FILE) -> StoreSetting:
-    """The run folder and its limits from the environment (first), ``[rnnviz]`` in the settings file, or the
-    defaults."""
-    environ = os.environ if environ is None else environ
-    file = _file_settings(settings_file)
-    folder, source = environ.get(RUN_DIR_ENV, "").strip(), f"${RUN_DIR_ENV}"
-    if not folder and file.get("run_dir"):
-        folder, source = str(file["run_dir"]).strip(), f"run_dir in {settings_file}"
-    if not folder:
-        folder, source = str(default_run_dir(environ)), "the default (the per-user state folder)"
-
-    def number(value, default: float) -> float:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            return default
-        return number if number > 0 else default
-
-    every = number(environ.get(SAVE_EVERY_ENV) or file.get("save_every_s"), DEFAULT_SAVE_EVERY_S)
-    days = number(file.get("run_retention_days"), DEFAULT_RETENTION_DAYS)
-    megabytes = number(file.get("run_dir_max_mb"), DEFAULT_MAX_TOTAL_MB)
-    return StoreSetting(None if folder.lower() == "off" else Path(folder).expanduser(), every,
-                        DEFAULT_SAVE_EVERY_STEPS, days * 86_400, int(megabytes * 1_000_000), source)
 
 
 @dataclass(frozen=True)
@@ -335,7 +284,7 @@ class RunStore:
             return None
         state, _ = read
         try:
-            return _validate(state["checkpoint"])
+            return validate_saved_checkpoint(state["checkpoint"])
         except (CheckpointError, KeyError, TypeError, ValueError) as err:
             raise StoredRunError(f"The saved run cannot be restored: {err}") from None
 
@@ -347,7 +296,7 @@ class RunStore:
             return None
         state, legacy = read
         try:
-            checkpoint = _validate(state["checkpoint"])
+            checkpoint = validate_saved_checkpoint(state["checkpoint"])
             corpus = self._corpus(state["corpus"])
             if corpus.vocab.chars != checkpoint.vocab.chars:
                 raise StoredRunError(f"The corpus {corpus.name!r} no longer has the characters the run was trained "
@@ -601,7 +550,7 @@ class RunKeeper:
 
     def _state(self, run: LiveRun) -> dict:
         checkpoint = {"format_version": FORMAT_VERSION, "corpus": run.corpus_name, **run.trainer.state_dict()}
-        _to_cpu_inplace(checkpoint)
+        to_cpu_inplace(checkpoint)
         return {
             "format": STATE_FORMAT,
             "checkpoint": checkpoint,

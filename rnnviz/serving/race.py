@@ -30,8 +30,8 @@ from typing import Protocol
 
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.sample import generate
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import TrainConfig, Trainer
+from rnnviz.serving.slots import TrainingSlots
 
 MARKS = (10, 30, 60, 90, 120, 150)  # seconds of training at which val loss is recorded
 SLICE_S = 5.0  # seconds of training each contender takes per turn

@@ -17,16 +17,15 @@ K is the steps of ``cool_down_seconds(t)`` at the run's recent speed, for a run 
 for. bench/anytime.py raced this against the presets on one clock: the cooled copy, ready at t + d, against every
 other run at t + d.
 
-No streamlit here: rnnviz.charlm.live.LiveRun keeps the branch and trains it a chunk at a time.
+No streamlit here: rnnviz.serving.live.LiveRun keeps the branch and trains it a chunk at a time.
 """
 
 from __future__ import annotations
 
 import math
 
-from rnnviz.charlm.train import StepRecord, Trainer
+from rnnviz.charlm.train import COOL_SHARE, StepRecord, Trainer
 
-COOL_SHARE = 0.2  # of the cooled copy's training time: Hägele et al.'s 20%, which matches a cosine
 MAX_COOL_SECONDS = 30.0  # a cool-down a class waits for after Pause; longer runs cool a smaller share
 
 

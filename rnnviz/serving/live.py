@@ -14,11 +14,11 @@ the model spells the text before it leaves it (``leaves_training_text``).
 ``RunRegistry`` finds a run again by the unguessable token in its address, for a reload or a new tab.
 
 A run with ``cool_down`` on (the anytime preset's, issue 37) trains at a stable learning rate; when it stops (Pause,
-the budget's end) the page cools a copy of it down a chunk at a time (``cool``: rnnviz.charlm.cooldown), and readers
+the budget's end) the page cools a copy of it down a chunk at a time (``cool``: rnnviz.serving.cooldown), and readers
 take that copy (``cooled_copy``) while the run stands still. The run itself is not touched: Start goes on from its
 own weights.
 
-A run may train elsewhere (``remote``: rnnviz.charlm.ray_backend.RayRun, one Ray actor per run): then
+A run may train elsewhere (``remote``: rnnviz.serving.ray_backend.RayRun, one Ray actor per run): then
 ``tick`` only polls, the LiveRun here is a mirror of the remote run (its records, samples, snapshots and
 latest weights), and whenever nothing trains remotely it holds the exact training state again.
 
@@ -42,13 +42,13 @@ from typing import ClassVar, NamedTuple
 import torch
 from torch import Tensor
 
-from rnnviz.charlm.cooldown import CoolingTrainer, cool_down_seconds, cool_down_steps
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.sample import generate
-from rnnviz.charlm.slots import TrainingSlots
 from rnnviz.charlm.train import StepRecord, TrainConfig, Trainer, sequence_loss
 from rnnviz.core.charmodel import build_model
 from rnnviz.limits import MAX_CORPUS_BYTES, MAX_PARAMETERS  # noqa: F401 (re-exported: the live page reads them here)
+from rnnviz.serving.cooldown import CoolingTrainer, cool_down_seconds, cool_down_steps
+from rnnviz.serving.slots import TrainingSlots
 
 MAX_SNAPSHOTS = 20  # weight copies kept for the explorer; the initial weights are one of them
 MAX_STEP_BUDGET = 1_000_000
@@ -79,7 +79,7 @@ class LiveSettings:
     temperature: float = 0.8  # of the scheduled samples
     snapshot_every: int = 25  # steps between weight snapshots at first; doubles each time they are thinned
     eval_chars: int = 10_000  # val characters scored per evaluation, so that a chunk stays short
-    cool_down: bool = False  # on Pause and at the budget's end, cool a copy down (rnnviz.charlm.cooldown)
+    cool_down: bool = False  # on Pause and at the budget's end, cool a copy down (rnnviz.serving.cooldown)
 
     def __post_init__(self):
         if not 1 <= self.step_budget <= MAX_STEP_BUDGET:
@@ -224,9 +224,9 @@ class LiveRun:
         self.holds_out = holds_out(trainer.corpus)  # False: val is the training text, the model memorises it
         self.sample_prime = sample_prime(trainer.corpus)  # scheduled samples start from this
         self.token: str | None = None  # set by RunRegistry.register
-        self.remote = None  # a RemoteTraining (rnnviz.charlm.backend) that trains this run elsewhere; None: here
+        self.remote = None  # a RemoteTraining (rnnviz.serving.backend) that trains this run elsewhere; None: here
         self.notice: str | None = None  # something the page must say once more than the status (a recovered worker)
-        self.keeper = None  # a RunKeeper (rnnviz.charlm.durable) that saves this run to disk; None: kept nowhere
+        self.keeper = None  # a RunKeeper (rnnviz.serving.durable) that saves this run to disk; None: kept nowhere
         self.discarded = False  # Reset in some tab: no tab may train or show it any more
         # Held while training or changing the run. A host may run two threads on one session for a moment
         # (Streamlit starts a new script thread on a click while the old one finishes its chunk); whoever
@@ -240,7 +240,7 @@ class LiveRun:
         LiveRun._alive.add(self)
 
     def keep_on(self, keeper) -> None:
-        """Save this run with ``keeper`` (rnnviz.charlm.durable.RunKeeper) from now on: after chunks on schedule,
+        """Save this run with ``keeper`` (rnnviz.serving.durable.RunKeeper) from now on: after chunks on schedule,
         and whenever it stops."""
         self.keeper = keeper
 
