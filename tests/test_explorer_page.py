@@ -105,6 +105,17 @@ def test_the_colouring_is_also_a_table_of_the_engines_values_with_downloads(open
     assert "Download the table (CSV)" in labels and "Download the coloured text (HTML)" in labels
 
 
+def test_the_rankings_empty_cells_read_as_a_dash_not_none(opened):
+    """A feature that is a count (indentation, line position) has no threshold to score: its accuracy and guessing
+    cells are empty, and the table draws them as "—" rather than Streamlit's grey "None"."""
+    at = opened
+    frame = next(f for f in at.dataframe if "feature" in f.value.columns)
+    counts = [short_label(name) for name, feature in FEATURES.items() if not feature.binary]
+    rows = frame.value[frame.value["feature"].isin(counts)]
+    assert len(rows) > 0 and rows["threshold accuracy"].isna().all() and rows["guessing"].isna().all()
+    assert frame.proto.placeholder == "—"
+
+
 def test_selecting_a_top_ranked_cell_changes_the_colouring(opened):
     at = opened
     before_cell, before_html = chosen_cell(at), colouring(at)

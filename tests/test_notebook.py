@@ -40,6 +40,16 @@ def _data(cell, mime: str):
     return found[-1]
 
 
+def _picture(cell) -> str:
+    """The picture stored beside a figure's plotly JSON, in the same output: an SVG's text, or "" where kaleido drew a
+    PNG instead (only checked to be one)."""
+    (bundle,) = [out["data"] for out in cell.outputs if "application/vnd.plotly.v1+json" in out.get("data", {})]
+    if "image/png" in bundle:
+        assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+        return ""
+    return bundle["image/svg+xml"]
+
+
 def _array(value) -> np.ndarray:
     """A plotly JSON array: a list, or plotly's typed array {"dtype", "bdata" (base64)}."""
     if isinstance(value, dict):
@@ -81,6 +91,13 @@ def test_the_notebook_runs_and_shows_its_views(monkeypatch):
     assert [bar["type"] for bar in bars] == ["bar"] * 3
     assert bars[0]["y"] == [f"layer 1 · {gate}" for gate in "ifgo"]
     np.testing.assert_allclose(sum(_array(bar["x"]) for bar in bars), np.ones(4), atol=1e-9)
+    # Beside the JSON, a picture for a viewer without plotly (this venv has no kaleido: the SVG sketch): per gate, its
+    # three bars as long as its three shares.
+    picture = _picture(_cell(nb, "t.gates()"))
+    if picture:
+        widths = [float(w) for w in re.findall(r"<rect class='bar' x='[^']*' y='[^']*' width='([^']*)'", picture)]
+        drawn = np.array(widths).reshape(3, 4)  # trace by trace, gate by gate, as the JSON lists them
+        np.testing.assert_allclose(drawn / drawn.sum(axis=0), np.stack([_array(bar["x"]) for bar in bars]), atol=0.01)
 
     # The path: one point per character of the window, and the chosen one ringed.
     path = _data(_cell(nb, "t.path("), "application/vnd.plotly.v1+json")
@@ -88,3 +105,7 @@ def test_the_notebook_runs_and_shows_its_views(monkeypatch):
     assert len(_array(points["x"])) == len(_array(points["y"])) == 1500
     assert _array(points["customdata"]).tolist() == list(range(1500))
     assert any(trace.get("name", "").startswith("position 700") for trace in path["data"])
+    picture = _picture(_cell(nb, "t.path("))
+    if picture:  # a point drawn for each of the figure's markers
+        points = sum(len(_array(trace["x"])) for trace in path["data"] if "markers" in trace.get("mode", ""))
+        assert picture.count("<circle class='point'") == points

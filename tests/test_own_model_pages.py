@@ -189,6 +189,9 @@ def test_a_plain_state_dict_uploaded_with_its_vocabulary_is_explored(users_model
     assert at.session_state["explorer_source"] == "uploaded"
     assert not at.error, [e.value for e in at.error]
     assert any("Read a 1 × 24 LSTM with a 12-wide embedding" in s.value for s in at.success)
+    # A state_dict carries no training record: the model box names it by what it is, with no "step 0".
+    box = at.selectbox(key="explorer_source")
+    assert box.options[box.index] == "Uploaded checkpoint (my_lstm, plain PyTorch)"
     at.radio(key="explorer_text_mode").set_value("own").run()
     at.text_area(key="explorer_own_text").set_value(text).run()
     at.selectbox(key="explorer_quantity").set_value("c").run()

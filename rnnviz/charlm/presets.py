@@ -18,10 +18,11 @@ SHAKESPEARE_STEPS = 2800  # B 32 × T 64 steps of the 1×448 preset in about 150
 QUICK_STEPS = 1250  # the quick demo's steps in 30 s with bfloat16: its cosine ends when the demo does
 BABY_GPT_MINUTES = 3.0  # wall-time budget for the CLI; the baby GPT's schedule itself ends at step 2,000
 
-ANYTIME_GROW_AT = 1000  # 1 × 256 steps before the widening: about 22 s with bfloat16
-ANYTIME_NOTE = ("Good text whenever you stop it: quick first words from a 1 × 256 LSTM, widened to 1 × 448 after about "
-                "22 s; on Pause a copy cools down for the samples (val ≈ 1.64 nats/char at 10 s, 1.56 at 30 s, 1.49 at "
-                "150 s, 1.44 at 10 min).")
+ANYTIME_GROW_AT = 1000  # 1 × 256 steps before the widening: about 22 s with bfloat16 on a quiet 2-core machine
+# The widening is said in steps, which every machine takes: its time in seconds varies with the machine and its load.
+ANYTIME_NOTE = (f"Good text whenever you stop it: quick first words from a 1 × 256 LSTM, widened to 1 × 448 at step "
+                f"{ANYTIME_GROW_AT:,}; on Pause a copy cools down for the samples (val ≈ 1.64 nats/char at 10 s, 1.56 "
+                "at 30 s, 1.49 at 150 s, 1.44 at 10 min).")
 ANYTIME_STEPS = 11_000  # B 32 × T 64 steps of the anytime preset in about 10 minutes on 2 cores with bfloat16
 ANYTIME_PRESET = "Shakespeare (stop any time)"
 SHAKESPEARE_3_MIN = "Shakespeare (3 min)"  # the 1 × 448 tuned for 150 s: the race page's LSTM, nanoGPT's rival

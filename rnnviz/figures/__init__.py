@@ -36,6 +36,17 @@ def house_style(fig: go.Figure, height: int | None = None) -> go.Figure:
     return fig
 
 
+def title_clear_of_the_modebar(fig: go.Figure, lines: int = 1) -> go.Figure:
+    """Set the title just above the plot area and MODEBAR_ROOM above it, the figure growing by the room it adds: a
+    long title on a narrow chart (two side by side on a tablet) then never runs under the modebar."""
+    top = MODEBAR_ROOM + 10 + round(1.4 * FONT_SIZE * 1.1 * lines)  # the title's lines at its 1.1 × font size
+    grown = max(0, top - (fig.layout.margin.t if fig.layout.margin.t is not None else 0))
+    fig.update_layout(title=dict(y=1, yref="paper", yanchor="bottom", pad=dict(b=10)), margin=dict(t=top))
+    if fig.layout.height is not None:
+        fig.update_layout(height=fig.layout.height + grown)
+    return fig
+
+
 def ngram_lines(fig: go.Figure, baselines: Mapping[int, float], scale: float = 1.0) -> None:
     """One dotted line per n-gram baseline {n: loss in nats/char}, labelled at its left end ("5-gram: 1.58")."""
     for n, loss in sorted(baselines.items()):

@@ -7,6 +7,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from rnnviz.figures import MODEBAR_ROOM
+
 JOIN_COLOURS = {"every": "#1f77b4", "h0": "#d62728"}
 JOIN_NAMES = {"every": "v at every step", "h0": "v only in h₀, c₀"}
 FONT = dict(size=16)
@@ -41,7 +43,7 @@ def scene_figure(image: np.ndarray, heat: np.ndarray | None = None, title: str =
                       line=dict(color="#b0b0b0", width=1))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    top_margin = 50 if title or heat is not None else 5
+    top_margin = 50 if title or heat is not None else MODEBAR_ROOM
     fig.update_layout(title=title or None, height=height, plot_bgcolor="white", paper_bgcolor="white",
                       margin=dict(l=5, r=5, t=top_margin, b=5), font=FONT)
     return fig

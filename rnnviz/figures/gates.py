@@ -218,8 +218,8 @@ def saturation_bars_figure(stats: SaturationStats) -> go.Figure:
     fig.update_xaxes(range=[0, 1], tickformat=".0%", title_text="share of the gate's values over the text")
     fig.update_yaxes(autorange="reversed")
     house_style(fig, height=max(300, 46 * len(names) + 120))
-    fig.update_layout(legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom",
-                                  traceorder="normal"))
+    fig.update_layout(legend=dict(orientation="h", y=1.02, x=0, xanchor="left", yanchor="bottom",
+                                  traceorder="normal"))  # on the left: the modebar takes the top right corner
     return fig
 
 
@@ -264,5 +264,6 @@ def saturation_histograms_figure(stats: SaturationStats) -> go.Figure:
                                 xref=f"{xref} domain", yref=f"{yref} domain", showarrow=False, yanchor="top",
                                 font=dict(size=FONT_SIZE - 3)))
     fig = go.Figure(data=traces, layout=dict(shapes=shapes, annotations=annotations, showlegend=False, **layout))
-    house_style(fig, height=250 * stats.layers + 60)
+    house_style(fig, height=250 * stats.layers + 70)
+    fig.update_layout(margin=dict(t=60))  # the top panels' names stand below the modebar
     return fig

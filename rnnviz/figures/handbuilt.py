@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import plotly.graph_objects as go
 
-from rnnviz.figures import FONT_SIZE, PALETTE, house_style
+from rnnviz.figures import FONT_SIZE, MODEBAR_ROOM, PALETTE, house_style
 from rnnviz.lessons.handbuilt import THRESHOLD, HandRun, HandStep, HandWeights, TruthRow
 
 PHI_LATEX = {"relu": r"\operatorname{ReLU}", "tanh": r"\tanh"}
@@ -108,8 +108,9 @@ def timeline_figure(run: HandRun, current: int, concealed: frozenset[int] = froz
                        font=dict(size=FONT_SIZE, color=font_colours), height=30),
         )
     )
-    house_style(fig, height=34 + 30 * len(run.steps) + 30)
-    fig.update_layout(margin=dict(l=0, r=0, t=10, b=0))
+    # Room for the header on three lines (x_{t−1} AND x_t wraps in a narrow column): on two, the last row was cut.
+    house_style(fig, height=64 + 30 * len(run.steps) + 20 + MODEBAR_ROOM)
+    fig.update_layout(margin=dict(l=0, r=0, t=MODEBAR_ROOM, b=0))
     return fig
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from rnnviz.figures import PALETTE, house_style
+from rnnviz.figures import PALETTE, house_style, title_clear_of_the_modebar
 from rnnviz.interpret.colortext import BLUES
 
 JOIN_NAMES = {"fixed": "fixed context", "attention": "attention"}
@@ -39,7 +39,7 @@ def alignment_figure(attention: np.ndarray, source: str, output: str, step: int 
     fig.update_yaxes(title_text="output step i (what it writes)", type="category", autorange="reversed")
     fig.update_layout(title="Where attention looks at each step")
     house_style(fig, height=min(140 + 22 * weights.shape[0], 760))
-    return fig
+    return title_clear_of_the_modebar(fig)
 
 
 def attention_row_figure(weights: np.ndarray, source: str, step: int, written: str) -> go.Figure:
@@ -52,10 +52,10 @@ def attention_row_figure(weights: np.ndarray, source: str, step: int, written: s
     fig.update_xaxes(title_text="input position j", type="category", tickangle=0, tickmode="array",
                      tickvals=_ticks(source), ticktext=list(source))
     fig.update_yaxes(title_text="α", range=[0, 1.05])
-    fig.update_layout(title=f"Output step {step + 1} writes {written}: its attention over the input",
+    fig.update_layout(title=f"Output step {step + 1} writes {written}:<br>its attention over the input",
                       showlegend=False)
     house_style(fig, height=280)
-    return fig
+    return title_clear_of_the_modebar(fig, lines=2)  # one line ran past a tablet's half of the page
 
 
 def accuracy_figure(rows: Sequence[dict], train_max: int, metric: str = "exact") -> go.Figure:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from rnnviz.figures import PALETTE, house_style
+from rnnviz.figures import MODEBAR_ROOM, PALETTE, house_style
 from rnnviz.lessons.shapes import SHAPES, ProblemShape
 
 _ROWS = {"input": 0.0, "hidden": 1.0, "output": 2.0}
@@ -54,6 +54,6 @@ def shape_figure(shape: ProblemShape, height: int = 120) -> go.Figure:
     fig.update_xaxes(range=[-0.6, widest - 0.4], visible=False, fixedrange=True)
     fig.update_yaxes(range=[-0.6, 2.6], visible=False, fixedrange=True, scaleanchor="x")
     fig.update_layout(shapes=blocks, annotations=arrows, showlegend=False)
-    house_style(fig, height=height)
-    fig.update_layout(margin=dict(l=4, r=4, t=4, b=4))
+    house_style(fig, height=height + MODEBAR_ROOM - 4)  # the blocks keep their size under the modebar's room
+    fig.update_layout(margin=dict(l=4, r=4, t=MODEBAR_ROOM, b=4))
     return fig

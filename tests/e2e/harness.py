@@ -117,6 +117,19 @@ DOM_QUIET = """quiet => new Promise(resolve => {
 })"""
 
 
+# Streamlit draws each control (button, switch, box) as a grey placeholder until the browser has loaded the control's
+# code, and React shows the loaded controls together in one later pass: 500 ms after the last placeholder, or once
+# every component the page asked for (plotly's 4.7 MB bundle among them) has loaded. On the live page that pass came
+# 0.7-3 s after the "notRunning" mark (measured on this machine): a Tab pressed before it skips the placeholders.
+WIDGETS_DRAWN = "() => document.querySelector(\"[data-testid='stSkeleton']\") === null"
+
+
+def wait_drawn(page, timeout_ms: int = 60_000) -> None:
+    """``wait_idle``, then until no control is a placeholder any more: the page's Tab order is its final one."""
+    wait_idle(page, timeout_ms)
+    page.wait_for_function(WIDGETS_DRAWN, timeout=timeout_ms)
+
+
 def wait_settled(page, quiet_ms: int = 300, timeout_ms: int = 60_000) -> None:
     """``wait_idle``, then until the page has stopped changing. Streamlit marks the run finished before a busy
     browser has drawn all of it: on a loaded machine the live page's Start row landed up to 3 s after the

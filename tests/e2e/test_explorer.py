@@ -38,6 +38,22 @@ def test_explorer_loads_and_a_ranked_cell_recolours_the_text(page, base_url):
     assert no_exception(page)
     new_unit = page.get_by_label("Unit", exact=True).input_value()
     page.wait_for_function(f"() => window.location.search.includes('unit={new_unit}')")
+    # The uploads, opened, leave no tall empty column beside them (they stood beside the model box).
+    page.get_by_text("Upload a model, or states without one").click()
+    page.get_by_text("Its vocabulary, for a plain state_dict").wait_for()
+    assert page.evaluate(EMPTY_BESIDE, "Upload a model, or states without one") < 100
+
+
+# The most height a column of the row that holds the expander labelled ``label`` leaves empty under its content
+# (0 where the expander is in no row of columns).
+EMPTY_BESIDE = """label => {
+  const expander = [...document.querySelectorAll('[data-testid=stExpander]')].find(e => e.textContent.includes(label));
+  const row = expander.closest('[data-testid=stHorizontalBlock]');
+  if (!row) return 0;
+  const bottom = row.getBoundingClientRect().bottom;
+  return Math.max(...[...row.children].map(column => bottom - Math.max(column.getBoundingClientRect().top,
+    ...[...column.querySelectorAll('[data-testid=stElementContainer]')].map(e => e.getBoundingClientRect().bottom))));
+}"""
 
 
 def test_hostile_text_shows_as_literal_characters_and_raises_no_dialog(page, base_url):

@@ -54,6 +54,33 @@ def slide_to(page, label: str, target: float, presses: int = 40) -> None:
     wait_idle(page)
 
 
+# Per text of an instant chart, the pixels of its curves (every path, sampled at 1 px along each segment) inside the
+# text's box: the labels ("1.51·10³ after 150 steps", "‖v‖ = 1") stand where no curve runs.
+CURVE_PIXELS_UNDER_LABELS = """() => [...document.querySelectorAll('*')].filter(host => host.shadowRoot)
+  .flatMap(host => [...host.shadowRoot.querySelectorAll('.instant-chart svg')]).flatMap(svg => {
+    const pixels = [...svg.querySelectorAll('path')].flatMap(path => {
+      const points = (path.getAttribute('d').match(/[ML][^ML]*/g) || []).map(c => [c[0], ...c.slice(1).split(',')
+        .map(Number)]);
+      return points.slice(1).flatMap(([command, x2, y2], i) => {
+        if (command !== 'L') return [];
+        const [, x1, y1] = points[i], n = Math.ceil(Math.hypot(x2 - x1, y2 - y1));
+        return Array.from({length: n + 1}, (_, k) => [x1 + (x2 - x1) * k / n, y1 + (y2 - y1) * k / n]);
+      });
+    });
+    return [...svg.querySelectorAll(':scope > text')].map(text => {
+      const b = text.getBBox();
+      return [text.textContent, pixels.filter(([x, y]) => x >= b.x && x <= b.x + b.width && y >= b.y
+                                                          && y <= b.y + b.height).length];
+    });
+  })"""
+
+
+def labels_on_curves(page) -> dict[str, int]:
+    """The instant charts' labels that a curve runs through, with how many of its pixels do."""
+    page.locator(".instant-chart[data-shown]").first.wait_for()
+    return {text: pixels for text, pixels in page.evaluate(CURVE_PIXELS_UNDER_LABELS) if pixels}
+
+
 def no_exception(page) -> bool:
     return page.locator("[data-testid='stException']").count() == 0
 
@@ -62,9 +89,11 @@ def test_gradient_decay_answers_the_sigma_slider(page, base_url):
     open_app_page(page, base_url, "gradient-decay")
     assert no_exception(page)
     shows(page, "measured ‖W_hhᴷ v‖ after K = 150", "1.51·10³")  # 1.05¹⁵⁰ ≈ 1507
+    assert labels_on_curves(page) == {}
     slide_to(page, "σ₁, the largest singular value", 0.95)  # 1.05 → 0.95
     page.wait_for_function("() => window.location.search.includes('sigma=0.95')")
     shows(page, "measured ‖W_hhᴷ v‖ after K = 150", "4.56·10⁻⁴")  # 0.95¹⁵⁰ ≈ 4.6·10⁻⁴
+    assert labels_on_curves(page) == {}
     assert no_exception(page)
     screenshot_whole_page(page, "gradient-decay-sigma-0.95")
 

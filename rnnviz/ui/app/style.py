@@ -73,6 +73,13 @@ LAYOUT_CSS = """
    which it cut to "S…" on a 768 px tablet's stepper. */
 @media (max-width: 1024px) {
   [data-testid^="stBaseButton"] kbd { display: none; }
+}
+/* A page's name in the navigation wraps onto a second line instead of ending in "…" ("Hidden state: RNN, LSTM,
+   minG…" at 1400 px): the sidebar is as narrow as Streamlit makes it, and the name is the page's title. */
+[data-testid="stSidebarNavLink"] { height: auto; }
+[data-testid="stSidebarNavLink"] span[label] { flex: 1 1 auto; min-width: 0; height: auto; }
+[data-testid="stSidebarNavLink"] span[label], [data-testid="stSidebarNavLink"] span[label] * {
+  white-space: normal; text-overflow: clip; overflow: visible;
 }"""
 
 # The app puts teaching text in st.caption: Streamlit draws it at 60% opacity, 3.9:1 on white, under WCAG AA's

@@ -112,10 +112,10 @@ def choose_model() -> ModelSource | StatesSource:
                        f"available here; showing {sources[first].label if first else 'nothing'}.",
                        icon=":material/link_off:")
         st.session_state[SOURCE] = first
-    col_model, col_upload = st.columns([3, 2])
-    col_model.selectbox("Model", list(sources), format_func=lambda k: sources[k].label, key=SOURCE,
-                        on_change=forget_model_choices)
-    with col_upload.expander("Upload a model, or states without one"):
+    st.selectbox("Model", list(sources), format_func=lambda k: sources[k].label, key=SOURCE,
+                 on_change=forget_model_choices)
+    # Under the box, across the page: beside it, the open uploads left a tall empty column under the box.
+    with st.expander("Upload a model, or states without one", icon=":material/upload:"):
         upload_controls(select_source)
     if not sources:
         st.stop()

@@ -149,10 +149,11 @@ def upload_controls(select: Callable[[str], None]) -> None:
     ``select(key)`` selects what was read."""
     model_tab, states_tab = st.tabs(["A model", "States without a model"])
     with model_tab:
-        st.file_uploader("An rnnviz checkpoint, or a PyTorch state_dict of Embedding → RNN/LSTM/GRU → Linear",
-                         type=["pt", "pth"], key=MODEL_UPLOAD, on_change=read_model_upload, args=(select,))
-        st.file_uploader("Its vocabulary, for a plain state_dict: a JSON list of characters in id order",
-                         type=["json"], key=VOCAB_UPLOAD, on_change=read_model_upload, args=(select,))
+        weights, vocabulary = st.columns(2)
+        weights.file_uploader("An rnnviz checkpoint, or a PyTorch state_dict of Embedding → RNN/LSTM/GRU → Linear",
+                              type=["pt", "pth"], key=MODEL_UPLOAD, on_change=read_model_upload, args=(select,))
+        vocabulary.file_uploader("Its vocabulary, for a plain state_dict: a JSON list of characters in id order",
+                                 type=["json"], key=VOCAB_UPLOAD, on_change=read_model_upload, args=(select,))
         st.radio("A plain nn.RNN's nonlinearity (weights do not say)", ["tanh", "relu"], horizontal=True,
                  key=NONLINEARITY, on_change=read_model_upload, args=(select,))
         if st.session_state.get(UPLOAD_ERROR):
@@ -160,10 +161,11 @@ def upload_controls(select: Callable[[str], None]) -> None:
         elif st.session_state.get(UPLOAD_REPORT):
             st.success("  \n".join(literal(line) for line in st.session_state[UPLOAD_REPORT]), icon=":material/check:")
     with states_tab:
-        st.file_uploader("States: one vector per character, (T, H) or (layers, T, H)", type=["npy", "npz", "h5",
-                         "hdf5"], key=STATES_UPLOAD, on_change=read_states_upload, args=(select,))
-        st.file_uploader("The text they were computed over (UTF-8, T characters)", type=["txt", "py", "md"],
-                         key=STATES_TEXT_UPLOAD, on_change=read_states_upload, args=(select,))
+        states, text = st.columns(2)
+        states.file_uploader("States: one vector per character, (T, H) or (layers, T, H)", type=["npy", "npz", "h5",
+                             "hdf5"], key=STATES_UPLOAD, on_change=read_states_upload, args=(select,))
+        text.file_uploader("The text they were computed over (UTF-8, T characters)", type=["txt", "py", "md"],
+                           key=STATES_TEXT_UPLOAD, on_change=read_states_upload, args=(select,))
         st.caption("Up to 20 MB each; for larger files start the app with "
                    "`rnnviz app --states FILE --text FILE`.")
         if st.session_state.get(STATES_ERROR):

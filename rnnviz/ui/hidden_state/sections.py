@@ -38,6 +38,7 @@ from rnnviz.ui.kit.models import (
     launched_key,
     launched_model,
     pretrained_checkpoints,
+    what_it_is,
 )
 from rnnviz.ui.kit.widgets import for_the_room, literal, plot, table
 
@@ -133,7 +134,7 @@ def candidates(slot: str) -> list[ModelSource]:
                                  trainer.config.carries_state))
     uploaded = state.get(UPLOADED_KEY)
     if uploaded is not None and uploaded.config.kind in kinds:
-        found.append(ModelSource("uploaded", f"uploaded ({uploaded.corpus}, step {uploaded.step:,})",
+        found.append(ModelSource("uploaded", f"uploaded ({what_it_is(uploaded)})",
                                  uploaded.model, uploaded.vocab, uploaded.corpus, uploaded.step,
                                  uploaded.config.carries_state))
     runner = current_runner()

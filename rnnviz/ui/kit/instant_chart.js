@@ -32,6 +32,53 @@ const niceTicks = (low, high, count) => {
   return ticks;
 };
 
+// Whether the segment (x1, y1)–(x2, y2) passes through the box (Liang–Barsky clipping).
+const crosses = (box, x1, y1, x2, y2) => {
+  let t0 = 0, t1 = 1;
+  const dx = x2 - x1, dy = y2 - y1;
+  for (const [p, q] of [[-dx, x1 - box.left], [dx, box.right - x1], [-dy, y1 - box.top], [dy, box.bottom - y1]]) {
+    if (p === 0) { if (q < 0) return false; continue; }
+    const t = q / p;
+    if (p < 0) { if (t > t1) return false; if (t > t0) t0 = t; } else { if (t < t0) return false; if (t < t1) t1 = t; }
+  }
+  return true;
+};
+
+// How many of the polylines' segments (and other labels' boxes) a label's box, grown by a few pixels, meets.
+const collisions = (box, lines, taken) => {
+  const grown = { left: box.left - 3, right: box.right + 3, top: box.top - 3, bottom: box.bottom + 3 };
+  let count = taken.filter((t) => t.left < grown.right && grown.left < t.right && t.top < grown.bottom
+    && grown.top < t.bottom).length;
+  for (const line of lines) {
+    for (let i = 1; i < line.length; i++) {
+      if (crosses(grown, line[i - 1][0], line[i - 1][1], line[i][0], line[i][1])) count++;
+    }
+  }
+  return count;
+};
+
+// Put a drawn text at the first of the places (its anchor points, in order of preference) where it meets no curve
+// and no other label, inside the plot; where every place meets one, at the place that meets the fewest.
+const place = (text, places, lines, taken, plot) => {
+  let best = null;
+  for (const [x, y, anchor] of places) {
+    text.setAttribute("x", x);
+    text.setAttribute("y", y);
+    text.setAttribute("text-anchor", anchor);
+    const b = text.getBBox();
+    const box = { left: b.x, right: b.x + b.width, top: b.y, bottom: b.y + b.height };
+    const outside = box.left < plot.left || box.right > plot.right || box.top < plot.top || box.bottom > plot.bottom;
+    const score = collisions(box, lines, taken) + (outside ? 1000 : 0);
+    if (best === null || score < best.score) best = { x, y, anchor, box, score };
+    if (score === 0) break;
+  }
+  text.setAttribute("x", best.x);
+  text.setAttribute("y", best.y);
+  text.setAttribute("text-anchor", best.anchor);
+  taken.push(best.box);
+  return best;
+};
+
 const nearestStop = (stops, value) => {
   let best = 0;
   for (let i = 1; i < stops.length; i++) if (Math.abs(stops[i] - value) < Math.abs(stops[best] - value)) best = i;
@@ -96,36 +143,61 @@ function draw(state) {
   el("text", { transform: `translate(${font}, ${MARGIN.top + plotH / 2}) rotate(-90)`, "text-anchor": "middle" },
     labels).textContent = data.y_title;
 
+  const hlineY = data.hline ? py(data.hline.log_y) : null;
   if (data.hline) {
-    const y = py(data.hline.log_y);
-    el("line", { x1: left, x2: left + plotW, y1: y, y2: y, stroke: data.hline.colour, "stroke-width": 1 }, svg);
-    el("text", { x: left + 4, y: y + font, fill: "currentColor", "font-size": font * 0.85 }, svg)
-      .textContent = data.hline.label;
+    el("line", { x1: left, x2: left + plotW, y1: hlineY, y2: hlineY, stroke: data.hline.colour, "stroke-width": 1 },
+       svg);
   }
 
+  // Every curve as pixel polylines (broken where a value is missing): the labels are placed where none runs.
+  const polylines = [];
   const lines = el("g", { fill: "none", "stroke-linejoin": "round" }, svg);
   for (const s of series) {
     let d = "", open = false;
     const sx = s.x || xs;  // a series may be measured at lags of its own
     s.log_y.forEach((logY, i) => {
       if (logY === null) { open = false; return; }
-      d += `${open ? "L" : "M"}${px(sx[i]).toFixed(1)},${py(logY).toFixed(1)}`;
+      const point = [px(sx[i]), py(logY)];
+      if (!open) polylines.push([]);
+      polylines[polylines.length - 1].push(point);
+      d += `${open ? "L" : "M"}${point[0].toFixed(1)},${point[1].toFixed(1)}`;
       open = true;
     });
     el("path", { d, stroke: s.colour || "currentColor", "stroke-width": s.width,
                  "stroke-dasharray": s.dash ? "7,5" : "none" }, lines);
   }
+  const plot = { left, right: left + plotW, top: MARGIN.top, bottom: MARGIN.top + plotH };
+  const taken = [];
 
-  const note = shown.note;  // optional: a label at one point of the shown curve
+  if (data.hline) {
+    const y = hlineY;
+    polylines.push([[left, y], [left + plotW, y]]);
+    const label = el("text", { fill: "currentColor", "font-size": font * 0.85 }, svg);
+    label.textContent = data.hline.label;
+    // Under or over the line at either end, or a little way in: wherever the curves that start at it are not.
+    const below = y + font, over = y - font * 0.4, right = left + plotW - 4;
+    place(label, [[left + 4, below, "start"], [left + 4, over, "start"], [right, below, "end"], [right, over, "end"],
+                  [left + plotW * 0.25, below, "start"], [left + plotW * 0.25, over, "start"]], polylines, taken, plot);
+  }
+
+  const note = shown.note;  // optional: a label at one point of the shown curve, with a line to it
   if (note && note.log_y !== null) {
-    // Above the point for a value of 1 or more, below it for less, as long as the plot has room on that side.
     const x = px(note.x), y = py(note.log_y);
-    const above = note.log_y >= 0 ? y - 35 - font > MARGIN.top : y + 35 + font > MARGIN.top + plotH;
-    const tx = x - 90, ty = y + (above ? -35 : 35);
-    el("line", { x1: tx, y1: ty, x2: x, y2: y, stroke: note.colour, "stroke-width": 1.5 }, svg);
-    const text = el("text", { x: tx, y: ty + (above ? -4 : font), "text-anchor": "middle", fill: note.colour }, svg);
+    const text = el("text", { fill: note.colour }, svg);
     el("tspan", { "font-weight": "bold" }, text).textContent = note.bold;
     el("tspan", {}, text).textContent = note.rest;
+    // Above the point first for a value of 1 or more, below it first for less; further out where the curves run.
+    const sides = note.log_y >= 0 ? [-1, 1] : [1, -1];
+    const places = [];
+    for (const reach of [35, 70, 110]) {
+      for (const side of sides) {
+        const ty = y + side * reach;
+        for (const dx of [90, 160, 40]) places.push([x - dx, side < 0 ? ty - 4 : ty + font, "middle"]);
+      }
+    }
+    const spot = place(text, places, polylines, taken, plot);
+    const ty = spot.box.top > y ? spot.box.top : spot.box.bottom;  // the leader meets the text's near edge
+    el("line", { x1: spot.x, y1: ty, x2: x, y2: y, stroke: note.colour, "stroke-width": 1.5 }, svg);
   }
 
   state.numbers.replaceChildren(...shown.numbers.map(([label, value]) => {

@@ -135,7 +135,7 @@ def model_sources() -> list[ModelSource]:
                                        trainer.model, trainer.vocab, run.corpus_name, trainer.step))
     uploaded = st.session_state.get(UPLOADED_KEY)
     if uploaded is not None:
-        sources.append(ModelSource("uploaded", f"Uploaded checkpoint ({uploaded.corpus}, step {uploaded.step})",
+        sources.append(ModelSource("uploaded", f"Uploaded checkpoint ({what_it_is(uploaded)})",
                                    uploaded.model, uploaded.vocab, uploaded.corpus, uploaded.step))
     launched, _, _ = launched_model()
     if launched is not None:
@@ -146,6 +146,20 @@ def model_sources() -> list[ModelSource]:
         sources.append(ModelSource(f"pretrained:{stem}", f"Shipped: {stem} ({ckpt.corpus})", ckpt.model,
                                    ckpt.vocab, ckpt.corpus, ckpt.step))
     return sources
+
+
+def has_training_record(checkpoint: Checkpoint) -> bool:
+    return bool(checkpoint.step or checkpoint.history)
+
+
+def what_it_is(checkpoint: Checkpoint) -> str:
+    """A loaded checkpoint in a model box: "<corpus>, step N" after training in rnnviz. A model with no training
+    record has no step: a plain PyTorch state_dict (read by rnnviz.charlm.foreign, named after its file, without
+    an optimizer) is "<name>, plain PyTorch"; an rnnviz run saved before its first step, "<corpus>, untrained"."""
+    if has_training_record(checkpoint):
+        return f"{checkpoint.corpus}, step {checkpoint.step:,}"
+    plain = checkpoint.trainer_state.get("optimizer") is None
+    return f"{checkpoint.corpus}, {'plain PyTorch' if plain else 'untrained'}"
 
 
 # --- what a page reads from a model and its corpus -----------------------------------------------------------

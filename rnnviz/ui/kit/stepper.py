@@ -36,17 +36,19 @@ def step_controls(key: str, first: int, last: int, caption: str = "", out_of_ran
     current = clamp_step(key, first, last)
     if out_of_range and asked != current:
         st.warning(out_of_range.format(asked=asked, step=current), icon=":material/link_off:")
-    cols = st.columns([1, 1, 1, 1.3, 3], vertical_alignment="center")
+    # Each button as wide as its label (and its key's sign), in a row that wraps where the page is narrow: in
+    # shared columns "First" was cut to "F…" at 1400 px beside the sidebar, and every label on a tablet.
+    row = st.container(horizontal=True, vertical_alignment="center")
     # The arrow keys, Home and End press them too (Streamlit's shortcuts, which stay quiet while a text box, a
     # slider or another control that reads those keys has the focus): a page has one stepper.
-    cols[0].button("First", key=f"{key}_first", icon=":material/first_page:", on_click=_move, args=(key, first),
-                   disabled=current == first, width="stretch", shortcut="Home")
-    cols[1].button("Back", key=f"{key}_back", icon=":material/chevron_left:", on_click=_shift,
-                   args=(key, -1, first, last), disabled=current == first, width="stretch", shortcut="Left")
-    cols[2].button("Step", key=f"{key}_forward", icon=":material/chevron_right:", type="primary", on_click=_shift,
-                   args=(key, 1, first, last), disabled=current == last, width="stretch", shortcut="Right")
-    cols[3].button("Play to end", key=f"{key}_end", icon=":material/last_page:", on_click=_move, args=(key, last),
-                   disabled=current == last, width="stretch", shortcut="End")
+    row.button("First", key=f"{key}_first", icon=":material/first_page:", on_click=_move, args=(key, first),
+               disabled=current == first, shortcut="Home")
+    row.button("Back", key=f"{key}_back", icon=":material/chevron_left:", on_click=_shift,
+               args=(key, -1, first, last), disabled=current == first, shortcut="Left")
+    row.button("Step", key=f"{key}_forward", icon=":material/chevron_right:", type="primary", on_click=_shift,
+               args=(key, 1, first, last), disabled=current == last, shortcut="Right")
+    row.button("Play to end", key=f"{key}_end", icon=":material/last_page:", on_click=_move, args=(key, last),
+               disabled=current == last, shortcut="End")
     if caption:
-        cols[4].markdown(caption.format(step=current))
+        row.markdown(caption.format(step=current))
     return current

@@ -15,8 +15,12 @@ from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
 from rnnviz.ui.app.registry import page_by_url
 from rnnviz.ui.app.text import literal  # noqa: F401  (the pages and kit quote user text with it)
 
-# Plotly's mode bar is noise on a projector; keep the download button, at twice the drawn size for a slide.
-PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+# Plotly's mode bar is noise on a projector, and it covers the top of a chart while the pointer is on it (and on a
+# tablet once the chart is touched): keep the downloads (the PNG at twice the drawn size, for a slide) and the full
+# screen. Dragging still zooms and a double click resets, without the mode buttons.
+PLOTLY_CONFIG = {"displaylogo": False,
+                 "modeBarButtonsToRemove": ["lasso2d", "select2d", "zoom2d", "pan2d", "zoomIn2d", "zoomOut2d",
+                                            "autoScale2d", "resetScale2d"],
                  "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "rnnviz-figure"}}
 
 
@@ -58,6 +62,9 @@ def plot(fig, key: str | None = None, alt: str | None = None) -> None:
                     alt=alt or describe(fig))
 
 
+MISSING = "—"  # a table's cell with no value (a continuous feature has no threshold accuracy), not Streamlit's "None"
+
+
 def table(rows: Iterable[Mapping] | pd.DataFrame, *, percent: Iterable[str] = (),
           decimals: Mapping[str, int] | None = None, counts: Iterable[str] = (), column_config: Mapping | None = None,
           **kwargs) -> pd.DataFrame:
@@ -71,5 +78,6 @@ def table(rows: Iterable[Mapping] | pd.DataFrame, *, percent: Iterable[str] = ()
                    for name, digits in (decimals or {}).items()})
     config.update({name: st.column_config.NumberColumn(format="localized") for name in counts})
     config.update(column_config or {})
+    kwargs.setdefault("placeholder", MISSING)
     st.dataframe(frame, hide_index=True, column_config=config, **kwargs)
     return frame

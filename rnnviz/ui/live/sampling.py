@@ -30,7 +30,14 @@ from rnnviz.figures import live as figures
 from rnnviz.serving.live import holds_out
 from rnnviz.ui.kit.cache import value_for
 from rnnviz.ui.kit.corpora import builtin_corpus, needs_download
-from rnnviz.ui.kit.models import UPLOADED_KEY, ModelSource, model_sources, settled
+from rnnviz.ui.kit.models import (
+    UPLOADED_KEY,
+    ModelSource,
+    has_training_record,
+    model_sources,
+    settled,
+    what_it_is,
+)
 from rnnviz.ui.kit.widgets import literal, seed
 from rnnviz.ui.live.run import current_run
 from rnnviz.ui.live.setup import InputRead, key
@@ -322,9 +329,10 @@ def checkpoint_upload() -> None:
     loaded = st.session_state.get(UPLOADED_KEY)
     if loaded is not None:
         config = loaded.config
-        st.success(f"Uploaded checkpoint: a {shape_label(config)} trained on "
-                   f"{literal(loaded.corpus)} for {loaded.step:,} steps (V = {loaded.vocab.size}). Sample it above, or "
-                   "inspect it in the Hidden-cell explorer.", icon=":material/check_circle:")
+        trained = (f"trained on {literal(loaded.corpus)} for {loaded.step:,} steps" if has_training_record(loaded)
+                   else f"with no training record ({literal(what_it_is(loaded))})")
+        st.success(f"Uploaded checkpoint: a {shape_label(config)} {trained} (V = {loaded.vocab.size}). Sample it "
+                   "above, or inspect it in the Hidden-cell explorer.", icon=":material/check_circle:")
 
 
 def script_download(config: TrainConfig | None, vocab, cool_down: bool = False) -> None:

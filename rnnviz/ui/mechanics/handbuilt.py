@@ -62,8 +62,9 @@ def weight_editor() -> HandWeights:
         st.markdown("$W_{hy}$")
         for j, cell in enumerate(st.columns(UNITS)):
             cell.number_input(f"W_hy[{j + 1}]", key=_hy_key(j), **WEIGHT_INPUT)
-        st.button("Reset to the hand-set weights", key=f"{PREFIX}_reset", icon=":material/restart_alt:",
-                  on_click=reset_weights)
+    # Under the matrices, not in W_hy's column: at 1024 px beside the sidebar that column cut the label to "…".
+    st.button("Reset to the hand-set weights", key=f"{PREFIX}_reset", icon=":material/restart_alt:",
+              on_click=reset_weights)
     state = st.session_state
     return HandWeights(
         w_xh=tuple(float(state[_xh_key(i)]) for i in range(UNITS)),
