@@ -39,13 +39,32 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from bench.common import print_table
-from bench.hidden_state_page import WATCH  # the last change under the document, and the script states
 from tests.e2e.harness import APP_IDLE, CHROMIUM_ARGS, find_chromium, streamlit_server, wait_idle
 
 MOVES = 5
 SETTLED_MS = 400  # the page must stay unchanged this long for the answer to count as complete
 TARGET_MEDIAN_S, TARGET_P95_S = 0.100, 0.200
 VIEWPORT = {"width": 1400, "height": 900}
+
+# Installed before the page's own scripts: the time of the last change anywhere under the document, and of
+# every change of the app's script state, in the page's clock (0 = start of the navigation).
+WATCH = """() => {
+    window.__bench = {pressed: null, last: performance.now(), states: []};
+    const watch = () => {
+        new MutationObserver(() => { window.__bench.last = performance.now(); })
+            .observe(document.documentElement, {subtree: true, childList: true, attributes: true,
+                                                characterData: true});
+        const app = document.querySelector("[data-testid='stApp']");
+        if (!app) return false;
+        new MutationObserver(() => window.__bench.states.push(
+            [app.getAttribute("data-test-script-state"), performance.now()]))
+            .observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
+        return true;
+    };
+    const poll = () => { if (!document.querySelector("[data-testid='stApp']")) return setTimeout(poll, 5);
+                         watch(); };
+    if (document.documentElement) poll(); else document.addEventListener("DOMContentLoaded", poll);
+}"""
 
 
 @dataclass(frozen=True)
