@@ -4,8 +4,8 @@ shows beside each ranking).
 
 Contenders, alternated in the same run so that noise from the other core hits them alike:
 
-- ``first visit``: what rnnviz.ui.explorer.data.prepare computes when the page meets a model and a text for the
-  first time: the feature tracks of the text, ``trace_cells`` and ``rank_cells`` for the model, then a
+- ``first visit``: what rnnviz.ui.hidden_cell_explorer.data.prepare computes when the page meets a model and a text
+  for the first time: the feature tracks of the text, ``trace_cells`` and ``rank_cells`` for the model, then a
   seeded random model of the same config, traced and ranked against the same tracks. Target: ≤ 2 s on
   2 cores, a 2 × 256 LSTM being larger than the shipped 1 × 256 models.
 - ``model alone``: the tracks, trace and rank of the model only (the page's work when only the random

@@ -23,7 +23,7 @@ from rnnviz.charlm.train import TrainConfig
 from rnnviz.serving.live import LiveRun, LiveSettings
 from rnnviz.serving.settings import BackendSetting
 from rnnviz.serving.slots import TrainingSlots
-from rnnviz.ui.live.run import CHUNK_SECONDS, RERUN_EVERY
+from rnnviz.ui.live_training.run import CHUNK_SECONDS, RERUN_EVERY
 
 PRESET = TrainConfig(kind="lstm", layers=1, hidden=256, batch=32, seq_len=64, device="cpu")
 SETTINGS = LiveSettings(step_budget=1_000_000, sample_every=100, sample_length=200)

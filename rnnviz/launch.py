@@ -18,7 +18,7 @@ from pathlib import Path
 
 import rnnviz
 
-# The same names as rnnviz.ui.kit.models and rnnviz.ui.explorer.imports read (a test checks they agree): the
+# The same names as rnnviz.ui.kit.models and rnnviz.ui.hidden_cell_explorer.imports read (a test checks they agree): the
 # server side imports streamlit, which the CLI must not load.
 MODEL_ENV, VOCAB_ENV, NONLINEARITY_ENV = "RNNVIZ_MODEL", "RNNVIZ_VOCAB", "RNNVIZ_NONLINEARITY"
 STATES_ENV, TEXT_ENV = "RNNVIZ_STATES", "RNNVIZ_TEXT"

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from rnnviz.lessons import gradients
-from rnnviz.ui.mechanics.gradient import COMMON_FORGET_BIAS, FORGET_BIAS, INPUT_SCALE
+from rnnviz.ui.gradient_decay.sections import COMMON_FORGET_BIAS, FORGET_BIAS, INPUT_SCALE
 from tests.apptest_helpers import open_page, page_text, shown_numbers
 
 HAND_BUILT = "app_pages/hand_built_rnn.py"

@@ -40,7 +40,7 @@ def logged(caplog, reference: str) -> logging.LogRecord:
 
 def test_a_failing_fragment_is_said_in_words_and_the_log_has_its_traceback(monkeypatch, caplog):
     caplog.set_level(logging.ERROR, logger="rnnviz.ui.app.errors")
-    monkeypatch.setattr("rnnviz.ui.mechanics.runs.hand_run", fail)  # called inside the page's `stepped` fragment
+    monkeypatch.setattr("rnnviz.ui.hand_built_rnn.hand_run", fail)  # called inside the page's `stepped` fragment
     at = open_page(HAND_BUILT)
     words, reference = failure(at)
     assert words.startswith("This part of the page (stepped) stopped with an unexpected error")
@@ -56,7 +56,7 @@ def test_a_failing_fragment_is_said_in_words_and_the_log_has_its_traceback(monke
 
 def test_a_failing_page_is_said_in_words_and_the_rest_of_the_app_is_drawn(monkeypatch, caplog):
     caplog.set_level(logging.ERROR, logger="rnnviz.ui.app.errors")
-    monkeypatch.setattr("rnnviz.ui.mechanics.handbuilt.weight_editor", fail)  # called by the page's own script
+    monkeypatch.setattr("rnnviz.ui.hand_built_rnn.weight_editor", fail)  # called by the page itself
     at = open_page(HAND_BUILT)
     words, reference = failure(at)
     assert words.startswith("The page “Hand-built RNN” stopped with an unexpected error")

@@ -13,7 +13,7 @@ from rnnviz.charlm.sample import Intervention, generate
 from rnnviz.interpret import colortext
 from rnnviz.interpret.finder import CellId, trace_cells
 from rnnviz.interpret.textfeatures import FEATURES, feature_tracks
-from rnnviz.ui.explorer.sections import short_label
+from rnnviz.ui.hidden_cell_explorer.sections import short_label
 from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text
 from tests.apptest_helpers import open_page, page_text
 

@@ -19,8 +19,8 @@ from rnnviz.interpret.finder import trace_cells
 from rnnviz.interpret.ngram import BUCKETS, WORD, error_breakdown, fit_ngrams, innermost_openings
 from rnnviz.interpret.surprisal import predictions
 from rnnviz.interpret.trajectory import nearest, project
-from rnnviz.ui.explorer.readings import BUCKET_LABELS
-from rnnviz.ui.explorer.sections import SECTIONS
+from rnnviz.ui.hidden_cell_explorer.readings import BUCKET_LABELS
+from rnnviz.ui.hidden_cell_explorer.sections import SECTIONS
 from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import numbers

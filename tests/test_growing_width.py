@@ -248,7 +248,7 @@ def test_the_explorer_replays_a_snapshot_from_before_the_widening_at_its_own_wid
     """The live run keeps weight snapshots along the way: those before the widening are narrow. The explorer's
     replay reads them at their width, and a unit that did not exist yet has no values (the page says so)."""
     from rnnviz.interpret.finder import trace_cells
-    from rnnviz.ui.explorer.data import snapshot_cell
+    from rnnviz.ui.hidden_cell_explorer.data import snapshot_cell
 
     trainer = Trainer(growing(), corpus())
     trainer.run(GROW_AT - 1)

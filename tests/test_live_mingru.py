@@ -6,7 +6,7 @@ import torch
 
 from rnnviz.charlm.presets import ALL_PRESETS, DEFAULT_PRESET, MINGRU_PRESET, TUNED_GPT
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
-from rnnviz.ui.live.setup import MINGRU_NOTE, kind_equation
+from rnnviz.ui.live_training.setup import MINGRU_NOTE, kind_equation
 from tests.apptest_helpers import open_page, page_text
 from tests.test_mingru import chunk_losses_from_the_carried_and_a_zero_state
 

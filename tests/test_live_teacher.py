@@ -16,7 +16,7 @@ from rnnviz.charlm.speed import effective_shape, estimate_chars_per_second, esti
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.serving.live import LiveRun, LiveSettings, RunRegistry, holds_out, leaves_training_text, sample_prime
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
-from rnnviz.ui.live.setup import matmul_flops
+from rnnviz.ui.live_training.setup import matmul_flops
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/live_training.py"

@@ -18,7 +18,7 @@ from rnnviz.charlm.sample_request import run_sample
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.interpret.ngram import fit_ngrams
 from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY
-from rnnviz.ui.live.sampling import PASSAGE_CHARS, PREFIX_CHARS
+from rnnviz.ui.live_training.sampling import PASSAGE_CHARS, PREFIX_CHARS
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import numbers
 

@@ -11,7 +11,7 @@ from rnnviz.core.charmodel import build_model
 from rnnviz.core.config import MODEL_KINDS
 from rnnviz.core.transformer import count_parameters as transformer_by_hand
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
-from rnnviz.ui.live.setup import NO_CARRY, TRANSFORMER_DEFAULTS
+from rnnviz.ui.live_training.setup import NO_CARRY, TRANSFORMER_DEFAULTS
 from tests.apptest_helpers import open_page, page_text
 
 PAGE = "app_pages/live_training.py"

@@ -7,7 +7,7 @@ import pytest
 
 from rnnviz.experiments.conditioning import STYLE_LABELS, VARIANTS, ConditioningConfig, run_conditioning
 from rnnviz.experiments.delay import AT_CHANCE_MARGIN, DEFAULT_RECIPE, run_copy
-from rnnviz.ui.memory.experiments import sweep_progress_text
+from rnnviz.ui.memory_experiments.experiments import sweep_progress_text
 from tests.apptest_helpers import column_formats, open_page, page_text
 
 PAGE = "app_pages/memory_experiments.py"

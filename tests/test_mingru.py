@@ -307,7 +307,7 @@ def test_dropout_applies_between_layers_in_training_only():
 def test_the_preset_reaches_the_cli_and_the_live_menu():
     from rnnviz.charlm.presets import ALL_PRESETS, MINGRU_PRESET, PRESETS
     from rnnviz.cli import config_from_args, train_parser
-    from rnnviz.ui.live.setup import LIVE_PRESETS
+    from rnnviz.ui.live_training.setup import LIVE_PRESETS
 
     assert MINGRU_PRESET in ALL_PRESETS and MINGRU_PRESET not in PRESETS  # PRESETS: the recurrent kinds of torch
     assert LIVE_PRESETS[MINGRU_PRESET] is ALL_PRESETS[MINGRU_PRESET]

@@ -17,7 +17,7 @@ from rnnviz.charlm.corpus import load_builtin
 from rnnviz.interpret.finder import trace_cells
 from rnnviz.interpret.states import states_file_bytes
 from rnnviz.interpret.textfeatures import FEATURES, feature_tracks
-from rnnviz.ui.explorer import imports
+from rnnviz.ui.hidden_cell_explorer import imports
 from rnnviz.ui.hidden_state.sections import source_key
 from rnnviz.ui.kit import models
 from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from rnnviz.figures import FONT_SIZE, house_style, scale_fonts
 from rnnviz.ui.app.presenting import PRESENT_KEY, ROOM_SCALE
-from rnnviz.ui.mechanics import gradient
+from rnnviz.ui.gradient_decay import sections as gradient
 from tests.apptest_helpers import APP, TIMEOUT, instant_chart, open_page, page_text
 from tests.figure_helpers import figure
 

@@ -13,7 +13,7 @@ from rnnviz.seq2seq.checkpoint import load_shipped
 from rnnviz.seq2seq.decode import accuracy_by_length, bytes_read, greedy
 from rnnviz.seq2seq.model import Seq2SeqConfig
 from rnnviz.seq2seq.train import train_pair
-from rnnviz.ui.seq2seq.sections import DEFAULT_INPUT, EVAL_PER_LENGTH, OWN, Pair
+from rnnviz.ui.sequence_to_sequence.sections import DEFAULT_INPUT, EVAL_PER_LENGTH, OWN, Pair
 from tests.apptest_helpers import open_page, page_text
 from tests.figure_helpers import numbers
 

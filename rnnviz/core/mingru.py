@@ -138,8 +138,8 @@ class LogSpaceScan(torch.autograd.Function):
 
     with g′(a) = 1 for a ≥ 0 and h̃(1 − h̃) for a < 0. λ runs as ``adjoint_log_space`` (parallel, ⌈log₂ T⌉
     deep) on an accelerator and as ``adjoint_loop`` (T multiply-adds, exact) on a CPU, where every number of a
-    log-space scan pays an exp and a log and the loop measured 1.2–2.5× faster. Either way the node saves six
-    tensors, where autograd through ``scan_log_space`` keeps a dozen.
+    log-space scan pays an exp and a log and the loop is the faster (bench/mingru_speed.py). Either way the node
+    saves six tensors, where autograd through ``scan_log_space`` keeps a dozen.
     """
 
     @staticmethod

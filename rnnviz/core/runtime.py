@@ -15,10 +15,8 @@ def pick_device() -> torch.device:
 
 def has_native_bf16(device: torch.device | str = "cpu") -> bool:
     """Whether ``device`` computes in bfloat16 natively: a CUDA GPU that supports it, or a CPU with AVX-512 BF16
-    or AMX-BF16 dot products. Elsewhere bfloat16 is emulated and slower than float32.
-
-    On 2 AMD EPYC (Zen 4) cores with AVX-512 BF16, training under bf16 autocast ran at 1.41× the float32
-    characters per second for a 1×256 LSTM and 1.58× for a 1×384 (round "bf16" of bench/shakespeare_sweep.py)."""
+    or AMX-BF16 dot products. Elsewhere bfloat16 is emulated and slower than float32; where it is native, training
+    under bf16 autocast is faster than float32 (round "bf16" of bench/shakespeare_sweep.py)."""
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
@@ -85,9 +83,9 @@ _trainings_running = 0  # trainings this process runs at once, as its TrainingSl
 def share_cores(trainings: int) -> int:
     """Split torch's threads among ``trainings`` that train at once in this process; returns the threads each gets.
 
-    On 2 cores one training runs fastest on 2 threads, but two at once run fastest on 1 thread each (1×256 LSTM,
-    float32: 39k chars/s each, against 28–36k each on 2 threads, whose OpenMP workers wait for a core the other
-    training holds; python -m bench omp_wait). torch.set_num_threads is process-wide, so the count is kept here
+    On 2 cores one training runs fastest on 2 threads, but two at once run fastest on 1 thread each: on 2 threads
+    their OpenMP workers wait for a core the other training holds (python -m bench omp_wait).
+    torch.set_num_threads is process-wide, so the count is kept here
     and configure_cpu (which every page run calls) keeps the share instead of undoing it. The server's
     TrainingSlots call this whenever the number of trainings changes.
     """

@@ -318,9 +318,9 @@ COPY_THREADS = 1
 def torch_threads(count: int) -> Iterator[None]:
     """Run the block with ``count`` torch threads, then give back the count from before.
 
-    The setting is not private to the block: ``torch.set_num_threads`` acts process-wide here (measured with
-    torch 2.13: a worker thread's call halved the main thread's matmul speed; see runtime.share_cores), so other
-    work in the process runs on ``count`` threads meanwhile, and every page run sets the server's share again
+    The setting is not private to the block: ``torch.set_num_threads`` acts process-wide (a worker thread's call
+    sets the main thread's count too; see runtime.share_cores), so other work in the process runs on ``count``
+    threads meanwhile, and every page run sets the server's share again
     (rnnviz.core.runtime.configure_cpu), which can end the block's count early when other sessions use the
     page. The memory page's small models lose more to a second thread than they gain, so its sweep asks for one.
     """

@@ -1,16 +1,14 @@
 """A diagram drawn as plain dicts and handed to plotly once.
 
-plotly's ``add_shape`` and ``add_annotation`` re-validate the whole list on every call, so a diagram with a
-hundred arrows took half a second to build. Collecting the items here and building the figure once keeps a
-diagram to a few tens of milliseconds, well inside a page's one-second budget.
+plotly's ``add_shape`` and ``add_annotation`` re-validate the whole list on every call, so a diagram of a hundred
+arrows built one call at a time is slow; collected here, it is validated once.
 
 Arrows and plain labels become traces, not annotations: a browser draws an annotation as its own group, measures its
 text and (for an arrow) the length of its path, one at a time, and Streamlit mounts a chart anew whenever its figure
 changes. As one line trace per arrow colour (heads as triangle markers turned along the line, drawn back by half
-their size so that the tip ends where the arrow does) and one text trace per subplot, the unrolled graph of
-Unrolling & BPTT draws in about half the time (plotly.js in Chromium, newPlot: 79 → 42 ms at T = 6, its before and
-after figures timed side by side). A label with any setting of its own (an anchor, a background, a shift) stays an
-annotation.
+their size so that the tip ends where the arrow does) and one text trace per subplot, a diagram such as the
+unrolled graph of Unrolling & BPTT draws faster. A label with any setting of its own (an anchor, a background, a
+shift) stays an annotation.
 """
 
 from __future__ import annotations

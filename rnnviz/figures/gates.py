@@ -54,8 +54,8 @@ _OUT_X = 16.6  # c_t and h_t strips
 class _Canvas:
     """Traces, shapes and annotations collected in lists and handed to plotly once.
 
-    Plotly's add_shape and add_annotation re-validate the whole layout on every call, which makes a
-    drawing of a hundred pieces take most of a second; one assignment at the end takes milliseconds.
+    Plotly's add_shape and add_annotation re-validate the whole layout on every call; one assignment at the end
+    validates it once.
     """
 
     def __init__(self):
@@ -237,8 +237,8 @@ def _grid_domains(count: int, gap: float) -> list[tuple[float, float]]:
 def saturation_histograms_figure(stats: SaturationStats) -> go.Figure:
     """A histogram of every gate's values per layer, with the saturated ends shaded and their shares written.
 
-    The grid of subplots is laid out by hand and handed to plotly in one piece: make_subplots and
-    per-subplot updates take half a second for eight panels, this takes a few milliseconds.
+    The grid of subplots is laid out by hand and handed to plotly in one piece, which is much cheaper than
+    make_subplots and per-subplot updates.
     """
     columns = _grid_domains(len(GATES), 0.06)
     rows = _grid_domains(stats.layers, 0.22)[::-1]  # layer 1 on top

@@ -276,8 +276,8 @@ def clipping_figure(unclipped: ClipRun, clipped: ClipRun, threshold: float, step
     """Gradient norm and loss per SGD step, without clipping (left) and with clipping at θ (right).
 
     The gradient-norm row shares one log axis, so the two runs compare at a glance; each loss panel takes
-    a log axis only when its values span orders of magnitude. The 2 × 2 grid is laid out by hand, which
-    plotly builds several times faster than make_subplots.
+    a log axis only when its values span orders of magnitude. The 2 × 2 grid is laid out by hand, which plotly
+    builds faster than make_subplots.
     """
     norms = np.concatenate([unclipped.grad_norms, clipped.grad_norms, [threshold]])
     finite = norms[np.isfinite(norms) & (norms > 0)]

@@ -57,8 +57,8 @@ def carried_strips(carried: Carried, width_px: int = STRIP_WIDTH_PX, block_px: i
     small h_t beside a large c_t stays visible: one image row per vector, or one per cached position s of a K
     or V (s = window start…t, top to bottom), each about ``block_px`` tall, about ``width_px`` wide.
 
-    Images, not charts: a step of t swaps four of them, where redrawing four plotly charts took the browser
-    most of a second."""
+    Images, not charts: a step of t swaps four of them, which the browser does at once where it would redraw four
+    plotly charts."""
     strips = []
     for tensor in carried.tensors:
         values = np.atleast_2d(tensor.values)  # (1, H) or (t, C)
@@ -101,8 +101,8 @@ def attention_table(weights: np.ndarray, text: str, start: int) -> str:
     read, s = start…t, each cell coloured by its weight (white 0, dark blue 1) with the weight on hover.
 
     A table, not a chart: a step of t redraws it, and the browser draws a table of a few hundred cells at once
-    where a new plotly chart took it a sixth of a second. Characters are escaped one by one; colours are built
-    from numbers only."""
+    where a new plotly chart would be slower. Characters are escaped one by one; colours are built from numbers
+    only."""
     layers, heads, width = weights.shape
     chars = [visible_char(c) for c in text[start : start + width]]
     cell = f"padding:0;width:{max(10, min(36, TABLE_PX // width))}px;height:22px"

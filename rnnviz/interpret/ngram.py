@@ -31,7 +31,7 @@ any unseen context). This touches only the first n − 2 predictions.
 Storage: an n-gram (g_1 … g_k) is the int64 key Σ g_i B^(k−i), with B = (distinct training ids) + 1 (the last
 digit stands for every id not seen in training). Each table is a sorted array of keys with their counts
 (np.unique), looked up with np.searchsorted; keys sorted by (context, w) put each context's entries in one run.
-No dense V^n table and no loop over characters: fitting 1 M characters at n = 1…6 takes about a second.
+No dense V^n table and no loop over characters (its cost: ``python -m bench ngram_fit``).
 
 The error breakdown (``error_breakdown``) is section 4.4 of Karpathy, Johnson & Fei-Fei (2015), "Visualizing
 and Understanding Recurrent Networks": which characters the model gets right and an n-gram gets wrong, and

@@ -62,8 +62,8 @@ def gradient_reach(model: CharModel, idx: Tensor, chunk: int, position: int) -> 
 class SweepConfig:
     """A sweep of the TBPTT chunk length K against a fixed delay D; frozen so it keys a cache.
 
-    The defaults were tuned so that K > D learns the copy (accuracy near 1) and K ≤ D stays at chance,
-    with the whole sweep well inside 30 s on two CPU cores.
+    The defaults are chosen so that K > D learns the copy (accuracy near 1) and K ≤ D stays at chance, in a
+    sweep short enough for a class to wait for on a CPU.
     """
 
     delay: int = 4  # D, how far back the target lies

@@ -61,8 +61,8 @@ def collect_garbage(at_most_every: float = 5.0, when_owed: bool = False) -> bool
     ``when_owed``: run it anyway when a session has gone since the last one (``collection_owed``).
 
     The Server status page collects so that a closed tab's run that nothing refers to any more is not counted
-    as alive. A full collection holds the GIL for a tenth of a second or more, and when a class opened the page
-    at once every session ran one in turn; one per few seconds keeps the count fresh for all of them. A session
+    as alive. A full collection holds the GIL, and when a class opens the page at once every session would run
+    one in turn; one per few seconds keeps the count fresh for all of them. A session
     gone within those few seconds owes a collection: the page pays it at once (``when_owed``), so that it never
     counts a closed tab's model past the TTL, and the session sweeper pays it once the few seconds have passed.
     A gone session whose AppSession something still holds (its last script still finishing) stays owed after

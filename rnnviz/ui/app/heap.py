@@ -26,9 +26,9 @@ MALLOC_ARENAS = 2
 def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     """Let glibc's malloc keep at most ``arenas`` arenas. By default it makes one per thread up to 8 × the cores,
     and Streamlit runs each session's scripts on threads of their own: memory that one arena freed (a closed
-    tab's model, its optimizer state, its figures) is not reused by the others, and a server's resident size grew
-    by about 0.15 MB per session, never returned (measured with ``python -m bench soak``: Python's own traced
-    memory stayed flat meanwhile). With two arenas it stays level. ``make run`` sets MALLOC_ARENA_MAX=2 before
+    tab's model, its optimizer state, its figures) is not reused by the others, so a server's resident size grows
+    with every session while Python's own memory stays flat (``python -m bench soak``). With two arenas it stays
+    level. ``make run`` sets MALLOC_ARENA_MAX=2 before
     the process starts, which also covers the arenas made before this runs; an operator's MALLOC_ARENA_MAX (even
     empty: glibc's default) is left as it is. True when glibc took the setting here."""
     if "MALLOC_ARENA_MAX" in os.environ:

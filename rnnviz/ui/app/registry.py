@@ -1,7 +1,8 @@
 """Every page of the app, listed once; app.py builds the navigation from it and the tests discover pages here.
 
-Plain data, no streamlit import. To add a page: write ``app_pages/<name>.py`` (its st.title must be the
-``title`` below) and add one ``PageSpec`` where it belongs on the course path (or after it).
+Plain data, no streamlit import. To add a page: write its package ``rnnviz/ui/<name>/`` with a ``page()`` (its
+st.title is the ``title`` below), the script ``app_pages/<name>.py`` that calls it, and one ``PageSpec`` where it
+belongs on the course path (or after it).
 
 The scripts live in ``app_pages/``, not ``pages/``: with a ``pages/`` folder, Streamlit serves the first
 deep link after a server start in its legacy mode, which skips app.py and its sidebar.

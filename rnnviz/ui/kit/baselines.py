@@ -1,6 +1,6 @@
 """n-gram baselines of a corpus (rnnviz.interpret.ngram), fitted on its train split once per server process and
 shared by every page and session: the live page's and the race's "a 5-gram gets here" lines, and the explorer's
-comparison. Fitting orders 1…6 on a megabyte takes about half a second (``python -m bench ngram_fit``)."""
+comparison (the fit's cost: ``python -m bench ngram_fit``)."""
 
 from __future__ import annotations
 

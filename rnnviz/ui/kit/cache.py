@@ -1,4 +1,11 @@
-"""Every cache the pages use, in one place, by how far a value may be shared.
+"""The caches that decide how far a value may be shared, for every page.
+
+Where caches live: this module holds the helpers below. A page's own engine calls are cached beside the code that
+calls them, in its package, with ``st.cache_data`` keyed by a frozen config (a model passed as an ``_`` argument is
+keyed by its id). Read-only things made once per process sit in ``st.cache_resource`` where they are made: shared
+ones in kit (``models``, ``corpora``, ``baselines``, ``runs``), a page's own (its shipped models, the text its probes
+read) in its package, and the server's coordination objects in ``app/server.py``. No per-user trainable model is
+ever in ``st.cache_resource``.
 
 - **Per process** (``shared_value``, ``shared_figure``): built once per server process for each key and shared
   by every session. Only for what nobody owns: shipped models, default settings, a widget's value. Safe because

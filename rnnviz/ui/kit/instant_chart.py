@@ -1,8 +1,8 @@
 """A chart that answers its slider in the browser: the server sends the engine's curves for every stop of one
 slider at once (rnnviz.figures builds them), and the browser redraws from them as the slider's thumb moves, in the
-same frame, before the server has heard of the move (issue 33: a server round trip and a new plotly chart cost
-150–350 ms per move on this machine; the redraw costs a few). The server's rerun that follows the move sends the
-same curves again, so what the chart shows is always the server's.
+same frame, before the server has heard of the move (issue 33: a server round trip and a new plotly chart per move
+are too slow to follow the thumb). The server's rerun that follows the move sends the same curves again, so what
+the chart shows is always the server's.
 
 The chart follows the slider by the value of its range input (Streamlit 1.67's slider is react-aria's, around a hidden
 ``<input type="range">`` whose value and aria-valuetext React rewrites as the thumb moves, the value a screen reader

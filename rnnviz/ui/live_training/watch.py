@@ -19,8 +19,8 @@ from rnnviz.figures import live as figures
 from rnnviz.serving.live import LiveRun, Status, leaves_training_text
 from rnnviz.ui.kit.baselines import line_losses
 from rnnviz.ui.kit.widgets import literal, plot, text_block
-from rnnviz.ui.live.corpus import memorises
-from rnnviz.ui.live.setup import key
+from rnnviz.ui.live_training.corpus import memorises
+from rnnviz.ui.live_training.setup import key
 
 HISTORY_SHOWN = 40  # samples listed, newest first
 # While a run trains, its curves are redrawn at most this often. Streamlit gives a plotly chart a new identity

@@ -1,7 +1,7 @@
 """The Memory experiments page's three tabs: delayed copy, conditioning on a vector, and what recurrence costs.
 
-Each tab reads its widgets into a frozen config, runs the experiment only when asked (``rnnviz.ui.memory.experiments``
-keeps the results), and draws the measured figures.
+Each tab reads its widgets into a frozen config, runs the experiment only when asked (``experiments`` keeps the
+results), and draws the measured figures.
 """
 
 import streamlit as st
@@ -11,7 +11,7 @@ from rnnviz.experiments.cost import CostConfig
 from rnnviz.experiments.delay import DEFAULT_RECIPE, SIZINGS, DelaySweep, DelaySweepConfig, parameter_breakdown
 from rnnviz.figures.experiments import MODEL_NAMES, critical_path_figure
 from rnnviz.ui.kit.widgets import literal, plot, seed, table
-from rnnviz.ui.memory.experiments import (
+from rnnviz.ui.memory_experiments.experiments import (
     compute_conditioning,
     compute_cost_sweep,
     compute_delay_sweep,
@@ -22,7 +22,7 @@ from rnnviz.ui.memory.experiments import (
     stored_cost_sweep,
     stored_delay_sweep,
 )
-from rnnviz.ui.memory.settings import (
+from rnnviz.ui.memory_experiments.settings import (
     COND,
     COND_DEFAULTS,
     COND_HIDDEN,

@@ -1,5 +1,5 @@
 """The Hidden-cell explorer's inputs: its widget keys and link, which model and text it reads, and which cell
-it shows first. The page script calls these in order; ``sections`` draws what follows."""
+it shows first. The package's ``page`` calls these in order; ``sections`` draws what follows."""
 
 
 import numpy as np
@@ -13,8 +13,14 @@ from rnnviz.interpret.finder import (
     CellTrace,
 )
 from rnnviz.interpret.textfeatures import features_for, guess_syntax, showcase_window
-from rnnviz.ui.explorer import data as ex
-from rnnviz.ui.explorer.imports import STATES_PREFIX, StatesSource, launched_states, states_sources, upload_controls
+from rnnviz.ui.hidden_cell_explorer import data as ex
+from rnnviz.ui.hidden_cell_explorer.imports import (
+    STATES_PREFIX,
+    StatesSource,
+    launched_states,
+    states_sources,
+    upload_controls,
+)
 from rnnviz.ui.kit.corpora import download_shakespeare, needs_download
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, parse_choice, parse_int_in

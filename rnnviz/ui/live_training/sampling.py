@@ -39,8 +39,8 @@ from rnnviz.ui.kit.models import (
     what_it_is,
 )
 from rnnviz.ui.kit.widgets import literal, seed
-from rnnviz.ui.live.run import current_run
-from rnnviz.ui.live.setup import InputRead, key
+from rnnviz.ui.live_training.run import current_run
+from rnnviz.ui.live_training.setup import InputRead, key
 
 KEEP = dict(persist_state="session")
 STRATEGY_LABELS = {"greedy": "Greedy", "temperature": "Temperature", "beam": "Beam search"}
@@ -274,7 +274,7 @@ def exposure(source: ModelSource, passage: str) -> ExposureBias:
 
 def exposure_figure(source: ModelSource, passage: str) -> go.Figure:
     """The figure of ``exposure``, built once for the same weights: moving the position slider above it reruns the
-    section, and plotly takes 10 ms to build it again."""
+    section, which would otherwise build it again in plotly."""
     return memo("exposure_figure", (_identity(source), passage),
                 lambda: figures.exposure_bias_figure(exposure(source, passage)), shared=source.shared)
 

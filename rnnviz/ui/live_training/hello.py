@@ -24,8 +24,8 @@ def walkthrough(config: HelloConfig) -> HelloWalkthrough:
 
 
 def softmax_figure(config: HelloConfig):
-    """Shared, not copied: ``st.cache_data`` unpickled the figure on every rerun of the page, and plotly validates
-    every property of a figure it unpickles (12 ms a rerun)."""
+    """Shared, not copied: ``st.cache_data`` would unpickle the figure on every rerun of the page, and plotly
+    validates every property of a figure it unpickles."""
     return shared_figure(figures.hello_softmax_figure, walkthrough(config), key=config)
 
 

@@ -23,7 +23,7 @@ from rnnviz.charlm.corpus import (
 from rnnviz.serving.live import MAX_CORPUS_BYTES, holds_out
 from rnnviz.ui.kit.corpora import CORPUS_HELP, CORPUS_LABELS, builtin_corpus, needs_download
 from rnnviz.ui.kit.widgets import literal, text_block
-from rnnviz.ui.live.setup import (
+from rnnviz.ui.live_training.setup import (
     ACTIVE_CORPUS,
     KEEP,
     PASTE_RESULT,

@@ -31,9 +31,9 @@ from rnnviz.ui.kit.corpora import download_shakespeare, needs_download
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
 from rnnviz.ui.kit.runs import run_store
 from rnnviz.ui.kit.widgets import literal
-from rnnviz.ui.live.corpus import take_up_builtin
-from rnnviz.ui.live.pending import PendingRun, pending_run, retunable_changes
-from rnnviz.ui.live.setup import REVERT_BUILTIN, SOURCES, active_corpus, adopt_run, key
+from rnnviz.ui.live_training.corpus import take_up_builtin
+from rnnviz.ui.live_training.pending import PendingRun, pending_run, retunable_changes
+from rnnviz.ui.live_training.setup import REVERT_BUILTIN, SOURCES, active_corpus, adopt_run, key
 
 CHUNK_SECONDS = 0.4  # training per fragment rerun: a click waits at most this long
 RERUN_EVERY = 0.25  # seconds between the running fragment's reruns (a rerun that is due waits for the last)

@@ -1,6 +1,6 @@
 """The Gradient decay page's five sections, shown one at a time: each draws its sliders beside its figure.
 
-The page script draws the section picker and calls ``draw(section)``. Every setting lives in session state
+The package's ``page`` draws the section picker and calls ``draw(section)``. Every setting lives in session state
 under a ``gradient_decay_…`` key with its default in ``DEFAULTS``; ``keep_settings`` carries them across
 runs in which their section is not drawn (Streamlit forgets the state of a widget it did not draw), so a
 teacher who goes from section 1 to 4 and back finds σ₁, K and the rest as they were.

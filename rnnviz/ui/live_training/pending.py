@@ -14,7 +14,7 @@ from rnnviz.charlm.speed import count_parameters, effective_shape, estimate_char
 from rnnviz.charlm.train import TrainConfig
 from rnnviz.serving.live import MAX_PARAMETERS, MAX_STEP_BUDGET, LiveSettings
 from rnnviz.ui.kit.widgets import literal, seed
-from rnnviz.ui.live.setup import (
+from rnnviz.ui.live_training.setup import (
     FAMILY_PRESETS,
     LIVE_PRESETS,
     MAX_LR,

@@ -23,8 +23,8 @@ from rnnviz.interpret.finder import (
     sorted_units,
 )
 from rnnviz.interpret.textfeatures import FEATURES, first_run
-from rnnviz.ui.explorer import data as ex
-from rnnviz.ui.explorer.choices import (
+from rnnviz.ui.hidden_cell_explorer import data as ex
+from rnnviz.ui.hidden_cell_explorer.choices import (
     FEATURE,
     FEATURE_SWITCHED,
     IMPORTANCE,

@@ -23,9 +23,9 @@ from rnnviz.interpret.surprisal import Predictions
 from rnnviz.interpret.textfeatures import FEATURES
 from rnnviz.interpret.trajectory import nearest, project
 from rnnviz.ui.app.errors import fragment
-from rnnviz.ui.explorer import data as ex
-from rnnviz.ui.explorer.choices import FEATURE, page_key
-from rnnviz.ui.explorer.sections import context_html, section_header
+from rnnviz.ui.hidden_cell_explorer import data as ex
+from rnnviz.ui.hidden_cell_explorer.choices import FEATURE, page_key
+from rnnviz.ui.hidden_cell_explorer.sections import context_html, section_header
 from rnnviz.ui.kit.baselines import MAX_ORDER, baselines, corpus_digest
 from rnnviz.ui.kit.cache import shared_value
 from rnnviz.ui.kit.models import corpus_of

@@ -1,1 +1,0 @@
-"""The mechanics pages: hand-built RNN, unrolling, truncated BPTT, stacked RNNs, gradient decay."""

@@ -1,1 +1,0 @@
-"""The Memory experiments page: the experiments and their tabs."""
