@@ -30,6 +30,7 @@ BENCHMARKS = [
     "class_load",
     "captioning",
     "mingru_speed",
+    "kinds_speed",
     "ray_overhead",
     "time_to_words",
     "run_save",

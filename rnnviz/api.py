@@ -72,7 +72,7 @@ class Model:
     """A character model and what it reads and writes with: the network (CPU, eval mode), its vocabulary, its
     training config, its name and the corpus it was trained on."""
 
-    model: Network  # a CharModel (RNN, LSTM, GRU, minGRU) or a CharTransformer
+    model: Network  # a CharModel (every recurrent kind, the sLSTM … linear attention included) or a CharTransformer
     vocab: Vocab
     config: TrainConfig
     name: str  # a shipped model's name, or the checkpoint file's stem
@@ -84,7 +84,8 @@ class Model:
 
     @property
     def kind(self) -> str:
-        """"rnn", "lstm", "gru", "mingru" or "transformer"."""
+        """One of rnnviz.core.config.MODEL_KINDS: "rnn", "lstm", "gru", "mingru", "slstm", "mlstm", "selective",
+        "linear_attention" or "transformer"."""
         return self.config.kind
 
     def sample(self, prime: str = "", length: int = 200, temperature: float = 0.8, seed: int | None = 0) -> str:
@@ -130,7 +131,8 @@ def _as_model(model: Model | str | Path) -> Model:
 
 def trace(model: Model | str | Path, text: str, drop_unknown: bool = False, syntax: str | None = None) -> Trace:
     """Read ``text`` through ``model`` once (h_0 = 0, eval mode): every cell of a recurrent model
-    (rnnviz.interpret.finder.trace_cells) and the model's prediction of every character. ``model`` may also be a
+    (rnnviz.interpret.finder.trace_cells: an sLSTM's, mLSTM's, selective SSM's or linear attention's h_t of every
+    layer) and the model's prediction of every character. ``model`` may also be a
     name or path for ``load``.
 
     Characters outside the vocabulary raise a ValueError that names them; ``drop_unknown=True`` leaves them out
@@ -160,7 +162,7 @@ class Trace:
     model: Model
     text: str
     ids: Tensor  # (T,) the text's character ids
-    cells: CellTrace | None  # every cell over the text; None for a model without recurrent cells (minGRU, Transformer)
+    cells: CellTrace | None  # every cell over the text; None for a model without them read (minGRU, Transformer)
     syntax: str  # "code" or "prose": how the text features read the text
     dropped: tuple[str, ...] = ()  # characters left out by drop_unknown=True
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from rnnviz.charlm.corpus import BUILTIN_CORPORA, CorpusError, UnknownCharactersError, load_corpus
 from rnnviz.charlm.foreign import load_any
-from rnnviz.charlm.presets import ALL_PRESETS, SHAKESPEARE_3_MIN
+from rnnviz.charlm.presets import ALL_PRESETS, KIND_PRESETS, SHAKESPEARE_3_MIN
 from rnnviz.charlm.pretrained import MAX_BYTES, MODELS_DIR, compact_bytes, shipped_models, val_loss
 from rnnviz.charlm.sample import beam_search, generate
 from rnnviz.charlm.train import OPTIMIZERS, PRECISIONS, TrainConfig, Trainer
@@ -60,8 +60,8 @@ def _load_model(args: argparse.Namespace):
 def train_parser(prog: str = "rnnviz train") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Train a character-level RNN/LSTM/GRU with truncated BPTT, or a small Transformer on windows "
-        "of its context, and save a checkpoint.",
+        description="Train a character-level RNN/LSTM/GRU/minGRU, xLSTM's sLSTM or mLSTM, a selective SSM or linear "
+        "attention with truncated BPTT, or a small Transformer on windows of its context, and save a checkpoint.",
         epilog=f"Example: {prog} --corpus tiny-shakespeare --kind lstm --layers 1 --hidden 256 "
         "--minutes 3 --out m.pt    (Ctrl-C stops early and still saves). "
         f"A Transformer: {prog} --kind transformer --layers 4 --hidden 128 --n-head 4 --block-size 64 "
@@ -69,14 +69,16 @@ def train_parser(prog: str = "rnnviz train") -> argparse.ArgumentParser:
     )
     # The command line runs for a budget it knows (--minutes, --steps, or the preset's), so its default is the
     # preset tuned for a budget; the live page's default is the one that is good whenever a class stops it.
-    parser.add_argument("--preset", choices=sorted(ALL_PRESETS), default=SHAKESPEARE_3_MIN,
-                        help="starting settings; every option below overrides it (default: %(default)s)")
+    parser.add_argument("--preset", choices=sorted(ALL_PRESETS),
+                        help=f"starting settings; every option below overrides it (default: {SHAKESPEARE_3_MIN}, or "
+                        "for --kind slstm, mlstm, selective or linear_attention that kind's own preset)")
     parser.add_argument("--corpus", help=f"{', '.join(BUILTIN_CORPORA)}, or a path to a UTF-8 text file "
                         "(default: the preset's)")
     parser.add_argument("--kind", choices=MODEL_KINDS)
     parser.add_argument("--layers", type=int, help="stacked layers (Transformer: blocks)")
     parser.add_argument("--hidden", type=int, help="units per layer (Transformer: the width C)")
-    parser.add_argument("--n-head", type=int, help="Transformer: attention heads per block (C must divide by it)")
+    parser.add_argument("--n-head", type=int, help="heads of a Transformer's blocks, an sLSTM, an mLSTM or linear "
+                        "attention (the width must divide by it)")
     parser.add_argument("--block-size", type=int, help="Transformer: context length (default: the preset's, or "
                         "--seq-len); --seq-len defaults to it")
     parser.add_argument("--embed-dim", type=int)
@@ -106,9 +108,15 @@ def train_parser(prog: str = "rnnviz train") -> argparse.ArgumentParser:
     return parser
 
 
+def preset_name(args: argparse.Namespace) -> str:
+    """The preset a run starts from: the one named, else the kind's own (sLSTM, mLSTM, selective SSM, linear
+    attention: an LSTM's settings would make them wide and slow), else the 3-minute Shakespeare LSTM."""
+    return args.preset or KIND_PRESETS.get(args.kind, SHAKESPEARE_3_MIN)
+
+
 def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, str]:
     """The preset's config with every given option applied, and the corpus spec."""
-    preset = ALL_PRESETS[args.preset]
+    preset = ALL_PRESETS[preset_name(args)]
     overrides = {
         name: getattr(args, name)
         for name in ("kind", "layers", "hidden", "embed_dim", "dropout", "optimizer", "lr", "lr_decay_steps",
@@ -154,7 +162,8 @@ def train_main(argv: list[str] | None = None, prog: str = "rnnviz train") -> int
             download["bar"].close()
     threads = configure_cpu()
     trainer = Trainer(config, corpus)
-    minutes = args.minutes if args.minutes is not None else (None if args.steps else ALL_PRESETS[args.preset].minutes)
+    minutes = args.minutes if args.minutes is not None else (None if args.steps
+                                                             else ALL_PRESETS[preset_name(args)].minutes)
     kind = f"Transformer ({config.n_head} heads, context {config.block_size})" if config.kind == "transformer" \
         else kind_label(config.kind)
     print(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rnnviz.charlm.measured import MARKS_FILE, PresetMarks, preset_marks, val_by_mark
-from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT
+from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, STATE_PRESETS
 from rnnviz.serving.live import LiveSettings
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
 from tests.apptest_helpers import open_page, page_text
@@ -35,7 +35,8 @@ def test_the_shipped_figures_are_the_recorded_race_of_the_presets_as_they_ship()
     shipped = json.loads(MARKS_FILE.read_text(encoding="utf-8"))
     marks = preset_marks()
     assert marks == PresetMarks.from_dict(shipped)
-    live = [name for name, p in ALL_PRESETS.items() if p.corpus == "tiny-shakespeare" and name != BABY_GPT]
+    live = [name for name, p in ALL_PRESETS.items() if p.corpus == "tiny-shakespeare" and name != BABY_GPT
+            and name not in STATE_PRESETS]  # the sLSTM … linear attention presets are not on the live page yet
     assert list(marks.val_at) == live  # every preset the live page offers on Tiny Shakespeare, in menu order
     # raced as each ships today: a preset changed since the race needs a new one (python -m bench.anytime 150 …)
     assert shipped["configs"] == {name: ALL_PRESETS[name].config.to_dict() for name in live}

@@ -8,8 +8,10 @@ A checkpoint is a plain dict (tensors, str, int, float, bool, None, lists and di
     config          dict, TrainConfig.to_dict() (files written before n_head, block_size, warmup_steps and
                     weight_decay existed lack them; they take TrainConfig's defaults)
     vocab           str, the vocabulary's characters in id order
-    model           the CharModel state_dict (torch's parameter names: embed.weight, rnn.weight_ih_l0, …), or
-                    a CharTransformer's (embed.weight, pos_embed.weight, blocks.0.attn.c_attn.weight, …)
+    model           the CharModel state_dict (torch's parameter names: embed.weight, rnn.weight_ih_l0, …; the state
+                    kinds' rnn.layers.0.…), or a CharTransformer's (embed.weight, pos_embed.weight, …)
+    carried_state   None, or the state carried into the next chunk as a list of tensors: [h], [h, c], or every
+                    field of every layer state of an sLSTM, mLSTM, selective SSM or linear attention, in order
     history, evals  lists of StepRecord / EvalRecord dicts
     optimizer … rng the rest of Trainer.state_dict(), for an exact resume (optimizer may be None)
 
@@ -33,6 +35,7 @@ from rnnviz.charlm.corpus import CorpusError, Vocab
 from rnnviz.charlm.train import COOL_SHARE, EvalRecord, StepRecord, TrainConfig, Trainer
 from rnnviz.core.charmodel import CharModel, build_model
 from rnnviz.core.config import MODEL_KINDS, kind_label
+from rnnviz.core.state_stack import STATE_KINDS
 from rnnviz.core.transformer import CharTransformer
 from rnnviz.limits import LONE_SURROGATES, MAX_RECORD_BYTES, UPLOAD_LIMITS, FileLimits, quoted
 
@@ -182,9 +185,14 @@ def validate_checkpoint(payload, kinds: tuple[str, ...] = MODEL_KINDS,
         raise CheckpointError("The checkpoint's optimizer state is malformed.")
     _check_rng(payload["rng"])
     carried = payload["carried_state"]
-    if carried is not None and not (isinstance(carried, list) and 1 <= len(carried) <= 2
-                                    and all(isinstance(t, torch.Tensor) for t in carried)):
+    if carried is not None and not (isinstance(carried, list) and all(isinstance(t, torch.Tensor) for t in carried)
+                                    and (config.kind in STATE_KINDS or 1 <= len(carried) <= 2)):
         raise CheckpointError("The checkpoint's carried state is malformed.")
+    if carried is not None and config.kind in STATE_KINDS:
+        try:
+            model.state_from_tensors(carried)
+        except ValueError as err:
+            raise CheckpointError(f"The checkpoint's carried state does not fit its model: {quoted(err)}.") from None
     for k, tensor in enumerate(carried or ()):
         problem = nonfinite_problem(tensor)
         if problem:
@@ -348,10 +356,10 @@ def export_script(config: TrainConfig, vocab: Vocab, path: str | Path | None = N
     if config.kind == "transformer":
         raise ValueError("Exporting a standalone script covers RNN, LSTM and GRU models; a Transformer cannot be "
                          "exported yet. Download its checkpoint (.pt) instead: rnnviz sample reads it.")
-    if config.kind == "mingru":
-        raise ValueError("Exporting a standalone script covers RNN, LSTM and GRU models, which torch has built in; "
-                         "a minGRU is rnnviz's own layer. Download its checkpoint (.pt) instead: rnnviz sample "
-                         "reads it.")
+    if config.kind not in ("rnn", "lstm", "gru"):
+        raise ValueError(f"Exporting a standalone script covers RNN, LSTM and GRU models, which torch has built in; "
+                         f"a {kind_label(config.kind)} is rnnviz's own layer. Download its checkpoint (.pt) instead: "
+                         "rnnviz sample reads it.")
     source = _SCRIPT.format(
         vocab=repr(vocab.chars),
         kind=repr(config.kind),

@@ -1,8 +1,8 @@
 """Ready-made runs for the live page, the CLI and the benchmarks: one registry, ``ALL_PRESETS``, by name.
 
 Every preset was found by racing contenders on one clock (rnnviz.serving.race, bench/time_to_loss.py,
-bench/shakespeare_sweep.py, bench/mingru_speed.py). ``PRESETS``, ``TRANSFORMER_PRESETS`` and ``MINGRU_PRESETS``
-are views of the one registry by kind, holding the same Preset objects.
+bench/shakespeare_sweep.py, bench/mingru_speed.py, bench/kinds_speed.py). ``PRESETS``, ``TRANSFORMER_PRESETS``,
+``MINGRU_PRESETS`` and ``STATE_PRESETS`` are views of the one registry by kind, holding the same Preset objects.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from rnnviz.charlm.train import TrainConfig
 from rnnviz.core.recurrent import KINDS
+from rnnviz.core.state_stack import STATE_KINDS
 
 # The races behind every number here: README.md, Benchmarks, "How the presets were tuned".
 STEPS_PER_150_S = 2500  # B 32 × T 64 steps that a 1×256 LSTM took in about 150 s on 2 cores (threads sleeping)
@@ -32,6 +33,11 @@ DEFAULT_PRESET = ANYTIME_PRESET  # the live page's (issue 37: a class stops when
 BABY_GPT = "Baby GPT (Transformer, nanoGPT's CPU setting)"
 TUNED_GPT = "Small GPT (Transformer, tuned for 150 s on 2 cores)"
 MINGRU_PRESET = "minGRU (Shakespeare, 3 min)"
+# One preset per kind whose state is more than a vector: the better of two shapes in a 45 s race (python -m
+# bench.kinds_speed tune), raced for 150 s beside the LSTM preset (bench/kinds_speed.py, row kinds_150s).
+KIND_PRESETS = {"slstm": "sLSTM (Shakespeare, 3 min)", "mlstm": "mLSTM (Shakespeare, 3 min)",
+                "selective": "Selective SSM (Shakespeare, 3 min)",
+                "linear_attention": "Linear attention (Shakespeare, 3 min)"}
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,45 @@ ALL_PRESETS: dict[str, Preset] = {
             3.0,
             "Two minGRU layers of 128, trained by a parallel scan; its h_t carries across chunks like an RNN's.",
         ),
+        Preset(
+            KIND_PRESETS["slstm"],
+            "tiny-shakespeare",
+            TrainConfig(kind="slstm", layers=1, hidden=256, n_head=4, batch=32, seq_len=64, optimizer="adamw",
+                        lr=5e-3, lr_decay_steps=2000, forget_bias=None),
+            3.0,
+            "One sLSTM layer of 256 in 4 heads: exponential gates and a normaliser, stepped through t (val ≈ 1.66 "
+            "nats/char after 150 s on 2 cores; the LSTM preset 1.47 in the same race).",
+        ),
+        Preset(
+            KIND_PRESETS["mlstm"],
+            "tiny-shakespeare",
+            TrainConfig(kind="mlstm", layers=2, hidden=128, n_head=4, batch=32, seq_len=64, optimizer="adamw",
+                        lr=5e-3, lr_decay_steps=3000, forget_bias=None),
+            3.0,
+            "Two mLSTM layers of 128 in 4 heads, each head a 32 × 32 matrix memory, trained in their parallel form "
+            "(val ≈ 1.72 nats/char after 150 s on 2 cores).",
+        ),
+        Preset(
+            KIND_PRESETS["selective"],
+            "tiny-shakespeare",
+            TrainConfig(kind="selective", layers=1, hidden=128, batch=32, seq_len=64, optimizer="adamw", lr=5e-3,
+                        lr_decay_steps=2000, forget_bias=None),
+            3.0,
+            "One selective SSM layer of 128 channels, 16 numbers each, trained by a scan over t (val ≈ 1.77 "
+            "nats/char after 150 s on 2 cores).",
+        ),
+        Preset(
+            KIND_PRESETS["linear_attention"],
+            "tiny-shakespeare",
+            # Its memory never forgets: carried from chunk to chunk, the read S_t φ(q_t) / z_tᵀφ(q_t) becomes an
+            # average over the whole text so far, and the training loss stays near the unigram's (3.34 nats/char
+            # after 300 steps, against 2.64 from a zero state every chunk).
+            TrainConfig(kind="linear_attention", layers=2, hidden=128, n_head=4, batch=32, seq_len=64,
+                        optimizer="adamw", lr=5e-3, lr_decay_steps=3000, reset_state=True, forget_bias=None),
+            3.0,
+            "Two linear-attention layers of 128 in 4 heads, each head a 32 × 32 memory that never forgets, so every "
+            "chunk starts from zero (val ≈ 2.17 nats/char after 150 s on 2 cores: an average is a poor memory).",
+        ),
     ]
 }
 
@@ -147,3 +192,4 @@ PRESETS = presets_of(*KINDS)  # RNN, LSTM and GRU: the kinds every recurrent pag
 # (rnnviz.ui.live.setup.LIVE_PRESETS), so the baby GPT's 4 blocks stay on the CLI.
 TRANSFORMER_PRESETS = presets_of("transformer")
 MINGRU_PRESETS = presets_of("mingru")
+STATE_PRESETS = presets_of(*STATE_KINDS)  # not on the live page's menu yet

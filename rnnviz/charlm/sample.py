@@ -12,7 +12,8 @@ At each step the model gives logits z over the V characters and p = softmax(z / 
 
 Interventions clamp one unit of h_t (or of the LSTM cell c_t) of one layer to a fixed value at every
 step, prime included; 0 ablates it. They run on the cells.py step functions, so that the clamped value
-is what the next layer, the readout and the next step all see. They apply to recurrent models only.
+is what the next layer, the readout and the next step all see. They apply to RNN, LSTM, GRU and minGRU models,
+whose whole state is h_t (and c_t).
 
 A Transformer samples with its key/value cache (``CharTransformer.prefill`` then ``step``): what it carries
 from one character to the next is K and V of every earlier position, not a state vector. Past its context
@@ -34,8 +35,10 @@ from torch import Tensor
 from rnnviz.charlm.corpus import Vocab
 from rnnviz.core.cells import gru_cell, lstm_cell, rnn_cell
 from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import kind_label
 from rnnviz.core.mingru import mingru_cell
 from rnnviz.core.recurrent import State
+from rnnviz.core.state_stack import STATE_KINDS
 from rnnviz.core.transformer import CharTransformer, KVCache
 
 Model = CharModel | CharTransformer
@@ -90,6 +93,10 @@ def _validate_interventions(model: Model, interventions: Sequence[Intervention])
             "cell interventions clamp a unit of a recurrent model's h_t or c_t; a Transformer has no such state "
             "(it carries a key/value cache), so they apply to RNN, LSTM, GRU and minGRU models only"
         )
+    if interventions and config.kind in STATE_KINDS:
+        raise ValueError(f"cell interventions clamp a unit of h_t or c_t, the whole state of an RNN, LSTM, GRU or "
+                         f"minGRU; a {kind_label(config.kind)} carries more than that, so they apply to those kinds "
+                         "only")
     for iv in interventions:
         if not 0 <= iv.layer < config.layers:
             raise ValueError(f"intervention layer {iv.layer} is outside 0…{config.layers - 1}")
@@ -291,13 +298,11 @@ def generate(
     return vocab.decode(out)
 
 
-def _select_state(state: State | KVCache, rows: Tensor) -> State | KVCache:
-    """Rows of the batch dimension of (L, N, H) states, or of a Transformer's cache."""
+def _select_state(model: Model, state: State | tuple | KVCache, rows: Tensor) -> State | tuple | KVCache:
+    """Rows of the batch dimension of a model's state, or of a Transformer's cache."""
     if isinstance(state, KVCache):
         return state.select(rows)
-    if isinstance(state, tuple):
-        return tuple(s[:, rows] for s in state)
-    return state[:, rows]
+    return model.select_rows(state, rows)
 
 
 @torch.no_grad()
@@ -323,7 +328,7 @@ def beam_search(model: Model, vocab: Vocab, prime: str, length: int, beam_width:
             scores, flat = torch.topk(candidates, width)
             rows, chars = flat // log_p.size(1), flat % log_p.size(1)
             sequences = torch.cat([sequences[rows], chars[:, None]], dim=1)
-            logits, state = _advance(model, chars[:, None], _select_state(state, rows))
+            logits, state = _advance(model, chars[:, None], _select_state(model, state, rows))
     finally:
         model.train(was_training)
     return [Beam(vocab.decode(seq), float(score)) for seq, score in zip(sequences, scores)]

@@ -29,9 +29,11 @@ import torch
 
 from rnnviz.charlm.corpus import Corpus, TBPTTBatcher, Vocab
 from rnnviz.core.charmodel import CharModel, build_model
-from rnnviz.core.config import MODEL_KINDS, ModelConfig, check_transformer_shape, kind_label
+from rnnviz.core.config import MODEL_KINDS, ModelConfig, check_heads, check_transformer_shape, kind_label
+from rnnviz.core.layer_kit import flat_tensors, map_tensors
 from rnnviz.core.recurrent import KINDS, State, detach_state
 from rnnviz.core.runtime import has_native_bf16, pick_device
+from rnnviz.core.state_stack import CARRIED_WORDS
 from rnnviz.core.transformer import CharTransformer
 
 OPTIMIZERS = ("adam", "rmsprop", "sgd", "adagrad", "adamw")
@@ -56,7 +58,7 @@ PRECISIONS = ("fp32", "bf16", "auto")
 class TrainConfig:
     """Everything that defines a training run; frozen and hashable, so it can key caches and travel."""
 
-    kind: str = "lstm"  # "rnn", "lstm", "gru" or "transformer"
+    kind: str = "lstm"  # one of MODEL_KINDS: "rnn", "lstm", "gru", "mingru", "slstm", "mlstm", "selective", …
     layers: int = 1  # L, stacked recurrent layers (Transformer: blocks)
     hidden: int = 256  # H, units per layer (Transformer: C, the residual stream's width, also its embedding's)
     embedding: bool = True  # False feeds one-hot x_t: an embedding is a column lookup of W_xh (recurrent only)
@@ -73,7 +75,7 @@ class TrainConfig:
     reset_state: bool = False  # start every chunk from h_0 = 0 instead of carrying the state (Transformer: always)
     seed: int = 0  # weights and dropout
     device: str = "auto"  # "auto" (CUDA when available), "cpu" or "cuda"
-    n_head: int = 4  # Transformer only: h, attention heads per block; hidden must divide by it
+    n_head: int = 4  # Transformer, sLSTM, mLSTM, linear attention: h heads (per block); hidden must divide by it
     block_size: int = 64  # Transformer only: the context, the most characters one position can see
     warmup_steps: int = 0  # linear warm-up: lr × (step + 1)/(warmup_steps + 1) for the first steps; 0 for none
     weight_decay: float = 0.1  # "adamw" only: decoupled decay λ on matrices and embeddings (not biases, LayerNorm)
@@ -126,6 +128,7 @@ class TrainConfig:
                 raise ValueError(f"the learning rate before widening must be a positive number, not {self.grow_lr}")
         elif self.grow_at or self.grow_lr is not None:
             raise ValueError("grow_at and grow_lr belong to a run that grows: set grow_from, the width it starts at")
+        check_heads(self.kind, self.hidden, self.n_head)
         if self.kind == "transformer":
             check_transformer_shape(self.hidden, self.n_head, self.block_size, self.embedding)
             if self.seq_len > self.block_size:
@@ -181,11 +184,12 @@ class TrainConfig:
         name = kind_label(self.kind)
         what = f"{self.layers} × {self.hidden} {name}. Each step reads {self.batch} chunks of " \
                f"T = {self.seq_len} characters (truncated BPTT): "
-        state = "h_t and c_t" if self.kind == "lstm" else "h_t"
+        state = "h_t and c_t" if self.kind == "lstm" else CARRIED_WORDS.get(self.kind, "h_t")
         if self.reset_state:
-            zero = "h_0 = c_0 = 0" if self.kind == "lstm" else "h_0 = 0"
+            zero = "h_0 = c_0 = 0" if self.kind == "lstm" else "h_0 = 0" if self.kind not in CARRIED_WORDS \
+                else "zeros"
             return what + f"every chunk starts from {zero}, so nothing is carried from one chunk to the next."
-        verb = "carry" if self.kind == "lstm" else "carries"
+        verb = "carry" if " and " in state else "carries"
         growth = f" {self.describe_growth()}" if self.grows else ""
         return what + (f"the final {state} {verb} into the next chunk as its starting state, detached, so the "
                        f"state remembers across chunks while the gradient flows back at most {self.seq_len} steps."
@@ -610,9 +614,7 @@ class Trainer:
     def state_dict(self) -> dict:
         """Everything needed to continue bit for bit: weights, optimizer, data position, carried state,
         random state and history. Plain tensors and Python values only (loads with weights_only=True)."""
-        state = self.state
-        if state is not None:
-            state = list(state) if isinstance(state, tuple) else [state]
+        state = None if self.state is None else flat_tensors(self.state)  # plain tensors: no NamedTuple in a file
         cpu_rng, cuda_rng = self._rng_state
         return copy.deepcopy(
             {
@@ -650,8 +652,7 @@ class Trainer:
         self.batcher.position = int(state["position"]) % self.batcher.chunks_per_epoch
         carried = state["carried_state"]
         if carried is not None:
-            carried = [t.to(self.device) for t in carried]
-            carried = tuple(carried) if len(carried) == 2 else carried[0]
+            carried = self.model.state_from_tensors([t.to(self.device) for t in carried])
         self.state = carried
         cuda_rng = state["rng"]["cuda"] if self.device.type == "cuda" else None
         self._rng_state = (state["rng"]["cpu"], cuda_rng if cuda_rng is not None else self._rng_state[1])
@@ -716,13 +717,9 @@ def uses_bf16(config: TrainConfig, device: torch.device) -> bool:
     return config.precision == "bf16" or has_native_bf16(device)
 
 
-def float32_state(state: State | None) -> State | None:
+def float32_state(state: State | tuple | None) -> State | tuple | None:
     """The carried state in float32: under bf16 autocast torch's LSTM returns h and c in bfloat16."""
-    if state is None:
-        return None
-    if isinstance(state, tuple):
-        return tuple(s.float() for s in state)
-    return state.float()
+    return map_tensors(torch.Tensor.float, state)
 
 
 def _split(corpus: Corpus, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

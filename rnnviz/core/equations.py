@@ -19,6 +19,17 @@ KIND_EQUATIONS = {
            r"h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}",
     "mingru": r"z_t = \sigma(W_z\, x_t + b_z), \quad \tilde h_t = g(W_h\, x_t + b_h), \quad "
               r"h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t",
+    "slstm": r"[\tilde\imath_t, \tilde f_t, \tilde z_t, \tilde o_t] = W x_t + R\, h_{t-1} + b, \quad "
+             r"m_t = \max(\log \sigma(\tilde f_t) + m_{t-1},\ \tilde\imath_t) \\ "
+             r"c_t = f'_t \odot c_{t-1} + i'_t \odot \tanh(\tilde z_t), \quad n_t = f'_t \odot n_{t-1} + i'_t, \quad "
+             r"h_t = \sigma(\tilde o_t) \odot c_t / n_t",
+    "mlstm": r"C_t = f_t\, C_{t-1} + i_t\, v_t k_t^\top, \quad n_t = f_t\, n_{t-1} + i_t\, k_t \\ "
+             r"h_t = o_t \odot \frac{C_t\, q_t}{\max(|n_t^\top q_t|,\ 1)}",
+    "selective": r"\Delta_t = \mathrm{softplus}(W_\Delta \tilde x_t + b_\Delta), \quad "
+                 r"s_t = e^{\Delta_t A} \odot s_{t-1} + \Delta_t\, u_t B_t^\top \\ "
+                 r"h_t = (s_t\, C_t + D \odot u_t) \odot \mathrm{SiLU}(W_z x_t + b_z)",
+    "linear_attention": r"S_t = S_{t-1} + v_t\, \phi(k_t)^\top, \quad z_t = z_{t-1} + \phi(k_t) \\ "
+                        r"h_t = \frac{S_t\, \phi(q_t)}{z_t^\top \phi(q_t)}",
     "transformer": r"\mathrm{Attn}(X) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d}} + M\right)V, \qquad "
                    r"M_{ts} = 0 \text{ for } s \le t, \ -\infty \text{ for } s > t",
 }

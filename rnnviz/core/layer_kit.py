@@ -14,6 +14,7 @@ whose first dimension is N.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,16 @@ def flat_tensors(state: Any) -> list[Tensor]:
     if isinstance(state, Tensor):
         return [state]
     return [t for part in state for t in flat_tensors(part)]
+
+
+def map_tensors(fn: Callable[[Tensor], Tensor], state: Any) -> Any:
+    """The state with ``fn`` applied to each of its tensors, nested as it was (NamedTuples keep their type)."""
+    if state is None:
+        return None
+    if isinstance(state, Tensor):
+        return fn(state)
+    parts = [map_tensors(fn, part) for part in state]
+    return type(state)(*parts) if hasattr(state, "_fields") else type(state)(parts)
 
 
 def state_numel(state: Any) -> int:

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from rnnviz.core.cells import CellWeights, gru_cell, lstm_cell, rnn_cell
+from rnnviz.core.layer_kit import map_tensors
 
 KINDS = ("rnn", "lstm", "gru")
 
@@ -158,10 +159,7 @@ def make_recurrent(
     return RECURRENT_CLASSES[kind](input_size, hidden_size, **kwargs)
 
 
-def detach_state(state: State | None) -> State | None:
-    """Cut the graph at a chunk boundary while keeping the values (truncated BPTT)."""
-    if state is None:
-        return None
-    if isinstance(state, tuple):
-        return tuple(s.detach() for s in state)
-    return state.detach()
+def detach_state(state: State | tuple | None) -> State | tuple | None:
+    """Cut the graph at a chunk boundary while keeping the values (truncated BPTT): h (and c), or a StateStack's
+    tuple of layer states, nested as it came."""
+    return map_tensors(Tensor.detach, state)

@@ -26,11 +26,15 @@ from torch import Tensor, nn
 
 from rnnviz.charlm.train import sequence_loss
 from rnnviz.core.charmodel import CharModel
+from rnnviz.core.config import kind_label
 from rnnviz.core.recurrent import TORCH_CLASSES
+from rnnviz.core.state_stack import STATE_KINDS
 from rnnviz.interpret.textfeatures import FEATURES
 
-# The quantities recorded per kind; h first. tanh(c_t) is left out: it carries the same order as c_t.
-QUANTITIES = {"lstm": ("h", "c", "i", "f", "g", "o"), "gru": ("h", "r", "z", "n"), "rnn": ("h",)}
+# The quantities recorded per kind; h first. tanh(c_t) is left out: it carries the same order as c_t. Of the kinds
+# whose state is more than a vector (rnnviz.core.state_stack), each layer's output h_t is read, one value per unit.
+QUANTITIES = {"lstm": ("h", "c", "i", "f", "g", "o"), "gru": ("h", "r", "z", "n"), "rnn": ("h",),
+              **{kind: ("h",) for kind in STATE_KINDS}}
 QUANTITY_LABELS = {
     "h": "h_t, hidden output",
     "c": "c_t, cell state",
@@ -92,8 +96,8 @@ class CellTrace:
     def check(self, cell: CellId) -> None:
         """Raise ValueError, in words, when ``cell`` does not exist in this model."""
         if cell.quantity not in self.quantities:
-            article = "an" if self.kind in ("rnn", "lstm") else "a"  # "an RNN", "an LSTM", "a GRU"
-            owner = "these states have" if self.kind == "states" else f"{article} {self.kind.upper()} has"
+            article = "an" if self.kind in ("rnn", "lstm", "slstm", "mlstm") else "a"  # "an RNN", "a GRU"
+            owner = "these states have" if self.kind == "states" else f"{article} {kind_label(self.kind)} has"
             raise ValueError(f"{owner} no quantity {cell.quantity!r}; choose {', '.join(self.quantities)}")
         if not 0 <= cell.layer < self.layers or not 0 <= cell.unit < self.hidden:
             raise ValueError(f"{cell.label} is outside layers 0…{self.layers - 1} and units 0…{self.hidden - 1}")
@@ -152,6 +156,10 @@ def trace_cells(model: CharModel, ids: Tensor, top_next: int = TOP_NEXT) -> Cell
         device = model.head.weight.device
         layer_input = model.inputs(ids.to(device).view(1, -1))[0]  # (T, D)
         for layer in range(config.layers):
+            if kind in STATE_KINDS:  # each layer's output by its fast path, from a zero state
+                layer_input = model.rnn.layers[layer](layer_input.unsqueeze(0))[0][0]  # (T, H)
+                values[0, layer] = layer_input.float().cpu().numpy()
+                continue
             weights = model.rnn.layer_weights(layer)
             h, _ = _single_layer(model, layer)(layer_input.unsqueeze(0))
             h = h[0]  # (T, H)

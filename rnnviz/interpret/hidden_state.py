@@ -9,6 +9,19 @@ What each model carries from step t into step t+1 (everything it may use later a
     Transformer  Attn(X) = softmax(QKᵀ/√d + M) V, M the causal mask           carries K and V of every
                                                                               position ≤ t, every layer (2·L·t·C)
 
+and the kinds whose state is more than a vector (rnnviz.core.state_stack, each layer's state a NamedTuple):
+
+    sLSTM        exponential gates, memory mixing within heads                 carries h, c, n, m    (4·L·H)
+    mLSTM        C_t = f_t C_{t−1} + i_t v_t k_tᵀ                              carries C, n, m and   (L·(H·d + H
+                                                                              the conv's inputs      + h + (K−1)·D))
+    selective    s_t = exp(Δ_t A) ⊙ s_{t−1} + Δ_t u_t B_tᵀ                     carries s and the     (L·(H·S
+                                                                              conv's inputs          + (K−1)·D))
+    linear attn  S_t = S_{t−1} + v_t φ(k_t)ᵀ                                   carries S, z and the  (L·(H·d + H
+                                                                              conv's inputs          + (K−1)·D))
+
+(d = H / h per head, S the selective SSM's numbers per channel, K the short convolution's width, D the layer's input
+width: the conv's last K − 1 inputs are part of the state, so a probe reads the last K − 1 characters from them.)
+
 so the recurrent models carry a fixed size and the Transformer a cache that grows linearly with t (until its
 context of ``block_size`` positions is full: then the window slides and the cache stays at its full size).
 Every size here is measured from the tensors themselves (numel × element_size).
@@ -41,6 +54,8 @@ from torch import Tensor
 
 from rnnviz.core.charmodel import CharModel, carried_nbytes
 from rnnviz.core.config import kind_label
+from rnnviz.core.layer_kit import LayerTrace, state_nbytes
+from rnnviz.core.state_stack import STATE_KINDS
 from rnnviz.core.transformer import CharTransformer, KVCache
 
 Model = CharModel | CharTransformer
@@ -54,18 +69,19 @@ ProgressFn = Callable[[float, str], None]
 class CarriedTensor:
     """One tensor a model carries into the next step, with its size measured from the tensor."""
 
-    name: str  # "h", "c", "K" or "V", with its layer: "h (layer 1)", "K (layer 2)"
-    shape: tuple[int, ...]  # as held: (N, H) for h and c; (N, h, t, d) for K and V
+    name: str  # "h", "c", "K", "V", or a field of a layer state ("C", "s", "conv"), with its layer: "h (layer 1)"
+    shape: tuple[int, ...]  # as held: (N, H) for h and c; (N, h, t, d) for K and V; a layer state's field as it is
     numel: int  # numbers held
     nbytes: int  # numel × element_size
-    values: np.ndarray  # for plots: (H,) for h and c; (t, C) for K and V (heads side by side)
+    # For plots: (H,) for h and c; (t, C) for K and V (heads side by side); see ``plotted`` for the layer states'.
+    values: np.ndarray
 
 
 @dataclass(frozen=True)
 class Carried:
     """Everything a model carries from step t into step t+1."""
 
-    kind: str  # "rnn", "lstm", "gru", "mingru" or "transformer"
+    kind: str  # one of rnnviz.core.config.MODEL_KINDS
     t: int  # the last position read (0-based)
     window_start: int  # first position the carried state covers directly (> 0 once a Transformer's window slides)
     tensors: tuple[CarriedTensor, ...]
@@ -84,11 +100,26 @@ def _tensor(name: str, tensor: Tensor, values: Tensor) -> CarriedTensor:
                          values.detach().float().cpu().numpy())
 
 
+def plotted(field: str, value: Tensor) -> Tensor:
+    """One sequence's field of a layer state, as a plot draws it, one column per unit where it has units: a vector
+    (H,) as it is; per-head vectors (heads, d) side by side (H,); per-head matrices C or S (heads, d, d) as (d, H),
+    row i of every head's matrix side by side; the selective SSM's s (H, S) as (S, H); the convolution's inputs
+    (K − 1, D) as they are, oldest first."""
+    if field in ("C", "S"):
+        return value.permute(1, 0, 2).reshape(value.size(1), -1)  # (d, heads·d)
+    if field == "s":
+        return value.t()  # (S, H)
+    if field in ("n", "z") and value.dim() == 2:
+        return value.reshape(-1)  # (heads·d,)
+    return value
+
+
 @torch.no_grad()
 def carried_state(model: Model, ids: Tensor, t: int) -> tuple[Carried, Tensor | tuple[Tensor, Tensor] | KVCache]:
     """What ``model`` carries into step t+1 after reading ids[0…t] (ids 1-D), and the raw state itself.
 
     Recurrent (RNN, GRU, LSTM, minGRU): the fast path's final state, h (L, 1, H), and c for an LSTM.
+    sLSTM, mLSTM, selective SSM, linear attention: every field of every layer's state (``plotted`` for the values).
     Transformer: the KVCache of ``prefill`` over the last ``block_size`` characters up to t (its window)."""
     model.eval()
     x = ids[: t + 1].view(1, -1)  # (1, t+1)
@@ -102,6 +133,11 @@ def carried_state(model: Model, ids: Tensor, t: int) -> tuple[Carried, Tensor | 
                 tensors.append(_tensor(f"{name} (layer {layer})", z, flat))
         return Carried("transformer", t, start, tuple(tensors)), cache
     _, _, state = model(x)
+    if model.config.kind in STATE_KINDS:
+        tensors = [_tensor(f"{field} (layer {layer})", value, plotted(field, value[0]))
+                   for layer, layer_state in enumerate(state, start=1)
+                   for field, value in zip(layer_state._fields, layer_state)]
+        return Carried(model.config.kind, t, 0, tuple(tensors)), state
     parts = (("h", state[0]), ("c", state[1])) if isinstance(state, tuple) else (("h", state),)
     tensors = []
     for name, z in parts:  # z (L, 1, H)
@@ -130,6 +166,67 @@ def carried_bytes_curve(model: Model, ids: Tensor) -> np.ndarray:
         _, _, state = model(ids[t].view(1, 1), state=state)
         out[t] = carried_nbytes(state)
     return out
+
+
+# How a probe's name writes each field a model carries.
+FIELD_SYMBOLS = {"h": "h_t", "c": "c_t", "n": "n_t", "m": "m_t", "C": "C_t", "s": "s_t", "S": "S_t", "z": "z_t",
+                 "conv": "x_{t−K+2…t}"}
+
+
+@dataclass(frozen=True)
+class StateSteps:
+    """A recurrent model's state at every step of a text, layer by layer, as plain arrays for a page."""
+
+    kind: str  # one of rnnviz.core.config.CHAR_MODEL_KINDS
+    carried: tuple[str, ...]  # the fields it carries into the next step: ("h",), ("h", "c"), ("C", "n", "m", "conv"), …
+    # Per layer, every value recorded at every step, (T, …) for one sequence: the carried fields (the convolution's
+    # inputs included, (T, K − 1, D)) and what the step computed on the way (gates, Δ_t, q, k, v, …).
+    layers: tuple[dict[str, np.ndarray], ...]
+    nbytes: int  # bytes carried into each next step, the same at every step (numel × element_size)
+
+
+def _conv_steps(layer_input: Tensor, width: int) -> Tensor:
+    """The short convolution's buffer after every step: the inputs t − K + 2 … t, zeros before the text, (T, K − 1,
+    D) from one sequence's layer input (T, D)."""
+    t_len, channels = layer_input.shape
+    length = max(width - 1, 0)
+    padded = torch.cat([layer_input.new_zeros(length, channels), layer_input])  # (K − 1 + T, D)
+    return padded.unfold(0, length, 1)[1:].transpose(1, 2) if length else layer_input.new_zeros(t_len, 0, channels)
+
+
+def _layer_steps(model: CharModel, ids: Tensor) -> tuple[list[LayerTrace], list[Tensor]]:
+    """A state kind's trace of one sequence (1, T) and each layer's input (T, D)."""
+    _, traces = model.trace(ids.view(1, -1))
+    inputs = [model.inputs(ids.view(1, -1))[0]] + [trace.output[0] for trace in traces[:-1]]
+    return traces, inputs
+
+
+@torch.no_grad()
+def state_steps(model: CharModel, ids: Tensor) -> StateSteps:
+    """Every layer's state (and all it computed) after each character of ``ids`` (1-D), read from a zero state on the
+    trace path in eval mode. A Transformer carries a cache, not a state: ``carried_state`` reads it."""
+    if isinstance(model, CharTransformer):
+        raise ValueError("a Transformer carries no state from step to step but a key/value cache that grows with t; "
+                         "carried_state reads it")
+    model.eval()
+    kind = model.config.kind
+    if kind in STATE_KINDS:
+        traces, inputs = _layer_steps(model, ids)
+        fields = model.rnn.layers[0].zero_state(1)._fields
+        layers = []
+        for layer, trace, layer_input in zip(model.rnn.layers, traces, inputs):
+            values = {name: value[:, 0] for name, value in trace.values.items()}  # (T, …)
+            if "conv" in fields:
+                values["conv"] = _conv_steps(layer_input, layer.conv.width)
+            layers.append({name: value.float().cpu().numpy() for name, value in values.items()})
+        nbytes = state_nbytes(model.rnn.zero_state(1))
+    else:
+        _, trace = model.trace(ids.view(1, -1))
+        fields = ("h", "c") if kind == "lstm" else ("h",)
+        layers = [{name: value[layer, :, 0].float().cpu().numpy() for name, value in trace.values.items()}
+                  for layer in range(model.config.layers)]
+        nbytes = state_nbytes(model.rnn.zero_state(1))
+    return StateSteps(kind, tuple(fields), tuple(layers), nbytes)
 
 
 @torch.no_grad()
@@ -225,7 +322,8 @@ def probe_features(model: Model, ids: Tensor) -> tuple[list[ProbeFeature], Tenso
     """(features, position): each feature's rows at every position of ids (1-D), and each position's index in
     its view (x_{t−k} is in view where position[t] ≥ k: after the text's start, or a Transformer window's start).
 
-    Recurrent: the trace of the whole text, h of every layer (and c for an LSTM) side by side: what it carries.
+    Recurrent: the trace of the whole text, h of every layer (and c for an LSTM) side by side: what it carries; for
+    the state kinds every field of every layer's state (the matrix memories flattened, the convolution's inputs too).
     Transformer: the text in consecutive windows of ``block_size``; its K/V cache, one row per position s (the
     probe for k reads row s = t − k, which the cache holds for every s in the window), and the vector x_t⁽ᴸ⁾
     after its last layer at t (computed at t, not carried)."""
@@ -240,8 +338,18 @@ def probe_features(model: Model, ids: Tensor) -> tuple[list[ProbeFeature], Tenso
         feats = [ProbeFeature(KV_CACHE, kv_rows(model, windows), addressed=True),
                  ProbeFeature(TOP_VECTOR, top, carried=False)]
         return feats, torch.arange(usable) % block  # position inside its window
-    _, trace = model.trace(ids.view(1, -1))
     kind = kind_label(model.config.kind)
+    if model.config.kind in STATE_KINDS:  # every field of every layer's state, flattened side by side
+        traces, inputs = _layer_steps(model, ids)
+        fields = model.rnn.layers[0].zero_state(1)._fields
+        parts = []
+        for layer, trace, layer_input in zip(model.rnn.layers, traces, inputs):
+            for field in fields:
+                value = _conv_steps(layer_input, layer.conv.width) if field == "conv" else trace[field][:, 0]
+                parts.append(value.reshape(t_len, -1))
+        name = f"{kind} [{'; '.join(FIELD_SYMBOLS[field] for field in fields)}]"
+        return [ProbeFeature(name, torch.cat(parts, dim=1))], torch.arange(t_len)
+    _, trace = model.trace(ids.view(1, -1))
     h = trace["h"][:, :, 0].permute(1, 0, 2).reshape(t_len, -1)  # (T, L·H)
     if model.config.kind == "lstm":
         c = trace["c"][:, :, 0].permute(1, 0, 2).reshape(t_len, -1)  # (T, L·H)
