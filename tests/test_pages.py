@@ -80,11 +80,11 @@ def test_home_page_draws_the_five_shapes_and_links_their_pages():
 def test_the_course_path_follows_the_chapter_and_the_navigation_groups_follow_it():
     chapters = [p.chapter for p in COURSE]
     assert chapters == ["8.1", "8.2–8.3", "8.4", "8.5", "8.6", "8.7", "8.8", "8.9", "8.10", "8.11", "8.12", "Beyond",
-                        "Beyond"]
+                        "Beyond", "Beyond"]
     assert [p.url_path for p in COURSE] == [
         "home", "hand-built-rnn", "unrolling-bptt", "truncated-bptt", "char-model-training", "hidden-cell-explorer",
         "image-captioning", "stacked-rnns", "gradient-decay", "lstm-gates", "hidden-state", "memory-experiments",
-        "sequence-to-sequence"]
+        "state-capacity", "sequence-to-sequence"]
     assert all(p.summary for p in COURSE)
     # each group is one stretch of the path, in its order; what is off the path comes last
     walked = [p.group for p in PAGES]

@@ -149,6 +149,15 @@ def _parity_config(args):
         base_seed=args.seed, eval_batch=args.eval_batch)
 
 
+def state_sweep_config(argv: list[str]):
+    """The RecallSweepConfig or ParitySweepConfig that ``rnnviz experiments recall|parity ARGV`` runs (ARGV from
+    "recall" or "parity" on); ValueError for another command. Bad flags end in argparse's SystemExit."""
+    args = _parser().parse_args(argv)
+    if args.command not in ("recall", "parity"):
+        raise ValueError(f"not a recall or parity sweep: {args.command!r}")
+    return _recall_config(args) if args.command == "recall" else _parity_config(args)
+
+
 def run_recall(args) -> int:
     """MQAR: held-out query accuracy per kind and number of pairs D, with each model's parameters and state bytes."""
     from rnnviz.experiments.delay import torch_threads

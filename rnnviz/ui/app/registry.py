@@ -82,6 +82,10 @@ PAGES: tuple[PageSpec, ...] = (
              ":material/science:", chapter="Beyond",
              summary="An RNN against an LSTM on delayed copy, a conditioning vector at every step or only at the "
                      "start, and what a long sequence costs."),
+    PageSpec("app_pages/state_capacity.py", "What a state can hold", "state-capacity", "Beyond",
+             ":material/grid_view:", chapter="Beyond",
+             summary="Recall and parity across the LSTM, xLSTM, a selective SSM, linear attention and the "
+                     "Transformer: what a fixed state holds, what only a recurrence tracks, and the memory drawn."),
     PageSpec("app_pages/sequence_to_sequence.py", "Sequence to sequence", "sequence-to-sequence", "Beyond",
              ":material/swap_horiz:", chapter="Beyond",
              summary="An encoder and a decoder: a fixed context fails as the input grows, attention holds, and its "
