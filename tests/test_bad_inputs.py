@@ -25,6 +25,7 @@ from rnnviz.charlm.corpus import TINY_SHAKESPEARE_BYTES, TINY_SHAKESPEARE_FILE, 
 from rnnviz.charlm.train import TrainConfig, Trainer
 from rnnviz.serving.live import LiveRun, LiveSettings
 from rnnviz.serving.slots import TrainingSlots
+from rnnviz.ui.kit.corpora import builtin_corpus
 from rnnviz.ui.kit.models import LIVE_RUN_KEY, UPLOADED_KEY
 from tests.apptest_helpers import APP, TIMEOUT, page_text
 from tests.conftest import serve_on_loopback
@@ -332,6 +333,7 @@ def no_real_cache_or_network(tmp_path, monkeypatch):
     """Every row: an empty corpus cache of its own, and a download URL where nothing listens."""
     monkeypatch.setenv("RNNVIZ_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("RNNVIZ_TINY_SHAKESPEARE_URL", CLOSED_PORT_URL)
+    builtin_corpus.clear()  # a corpus an earlier test of this process read is not on this row's empty disk
 
 
 def open_session(page: str, live_run, uploaded, row: Bad, ctx: dict) -> tuple[AppTest, dict]:

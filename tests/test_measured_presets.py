@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rnnviz.charlm.measured import MARKS_FILE, PresetMarks, preset_marks, val_by_mark
-from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, STATE_PRESETS
+from rnnviz.charlm.presets import ALL_PRESETS, BABY_GPT, KIND_PRESETS, STATE_PRESETS
 from rnnviz.serving.live import LiveSettings
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
 from tests.apptest_helpers import open_page, page_text
@@ -36,7 +36,7 @@ def test_the_shipped_figures_are_the_recorded_race_of_the_presets_as_they_ship()
     marks = preset_marks()
     assert marks == PresetMarks.from_dict(shipped)
     live = [name for name, p in ALL_PRESETS.items() if p.corpus == "tiny-shakespeare" and name != BABY_GPT
-            and name not in STATE_PRESETS]  # the sLSTM … linear attention presets are not on the live page yet
+            and name not in STATE_PRESETS]  # the sLSTM … linear attention presets were raced apart (kinds_150s)
     assert list(marks.val_at) == live  # every preset the live page offers on Tiny Shakespeare, in menu order
     # raced as each ships today: a preset changed since the race needs a new one (python -m bench.anytime 150 …)
     assert shipped["configs"] == {name: ALL_PRESETS[name].config.to_dict() for name in live}
@@ -95,3 +95,20 @@ def test_the_figures_stay_off_a_run_on_another_corpus():
     assert not at.exception
     assert not any(str(m.value).startswith("| | 10 s") for m in at.markdown)
     assert "Where the presets stood" not in " ".join(e.label for e in at.expander)
+
+
+def test_a_run_of_a_kind_the_race_left_out_says_it_has_no_figures_of_its_own(shakespeare_offered):
+    """Issue 64: the sLSTM … linear attention presets were raced apart (bench/kinds_speed.py), not in the race whose
+    figures ship; a run of one reads the table against the other presets and is told that none is its own kind."""
+    at = open_page(PAGE)
+    at.radio(key=key("kind")).set_value("selective").run()
+    assert at.selectbox(key=key("preset")).value == KIND_PRESETS["selective"]
+    at.select_slider(key=key("hidden")).set_value(16).run()
+    at.button(key=key("step")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = at.session_state[LIVE_RUN_KEY]
+    assert (run.corpus_name, run.trainer.config.kind) == ("tiny-shakespeare", "selective")
+    rows = _table(at).splitlines()
+    assert rows[2] == "| **this run** | · | · | · | · | · |" and len(rows) == 3 + len(preset_marks().val_at)
+    assert not any("Selective" in row or "selective" in row for row in rows)
+    assert "No selective SSM was in this race, so the table has no figures for this kind" in page_text(at)

@@ -192,4 +192,4 @@ PRESETS = presets_of(*KINDS)  # RNN, LSTM and GRU: the kinds every recurrent pag
 # (rnnviz.ui.live.setup.LIVE_PRESETS), so the baby GPT's 4 blocks stay on the CLI.
 TRANSFORMER_PRESETS = presets_of("transformer")
 MINGRU_PRESETS = presets_of("mingru")
-STATE_PRESETS = presets_of(*STATE_KINDS)  # not on the live page's menu yet
+STATE_PRESETS = presets_of(*STATE_KINDS)  # on the live page's menu, but not in the anytime race

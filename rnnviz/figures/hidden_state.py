@@ -19,7 +19,9 @@ from rnnviz.interpret.connectivity import Connectivity, MeanConnectivity
 from rnnviz.interpret.hidden_state import Carried, ProbeCurve
 
 MODEL_COLOURS = {"rnn": PALETTE["input"], "lstm": PALETTE["hidden"], "gru": PALETTE["weight"],
-                 "mingru": "#9d755d", "transformer": PALETTE["output"]}  # minGRU brown: orange marks t
+                 "mingru": "#9d755d", "transformer": PALETTE["output"],  # minGRU brown: orange marks t
+                 # the state kinds, dark enough for a thin line on white (3:1 or more)
+                 "slstm": "#2f8f8a", "mlstm": "#d6337a", "selective": "#a67c00", "linear_attention": "#6b4fbb"}
 # Heat strips of what each model carries: plotly's RdBu_r (blue −, white 0, red +), stops evenly spaced.
 RDBU_R = np.array([[int(x) for x in c[4:-1].split(",")] for c in plotly.colors.sequential.RdBu_r], dtype=float)
 BLUES = np.array([[int(x) for x in c[4:-1].split(",")] for c in plotly.colors.sequential.Blues], dtype=float)
@@ -27,16 +29,20 @@ MISSING_RGB = (225, 225, 225)
 STRIP_WIDTH_PX = 480  # about a column's width when four models sit in two rows of two
 STRIP_BLOCK_PX = 40  # a K or V cache keeps about this height whatever t: one row per position, thinner as t grows
 VECTOR_PX = 18  # the height of a strip of one vector (h_t, c_t)
+MATRIX_PX = 120  # a matrix memory (C, S, s) keeps about this height, at most VECTOR_PX a row
 TABLE_PX = 800  # the columns of an attention table share about this width (each 10–36 px)
 
 
 def _colour(name: str) -> str:
-    return next((c for kind, c in MODEL_COLOURS.items() if name.lower().startswith(kind)), PALETTE["theory"])
+    """A line's colour from the kind its name starts with: "LSTM [h_t; c_t]", "Linear attention" …"""
+    named = name.lower().replace(" ", "_")
+    return next((c for kind, c in MODEL_COLOURS.items() if named.startswith(kind)), PALETTE["theory"])
 
 
 @dataclass(frozen=True)
 class Strip:
-    """One carried tensor as an image: a row of pixels per vector (h, c) or per cached position (K, V)."""
+    """One carried tensor as an image: a row of pixels per vector (h, c), per cached position (K, V), or per row of
+    a matrix as ``plotted`` lays it out (a matrix memory, the selective SSM's s, a convolution's inputs)."""
 
     label: str  # what it is and the |value| that its colours are scaled to: "h (layer 1) · max |·| 0.98"
     image: np.ndarray  # (height px, width px, 3) uint8
@@ -55,7 +61,8 @@ def diverging_rgb(scaled: np.ndarray) -> np.ndarray:
 def carried_strips(carried: Carried, width_px: int = STRIP_WIDTH_PX, block_px: int = STRIP_BLOCK_PX) -> list[Strip]:
     """Each carried tensor as a heat strip, coloured relative to its own largest |value| (in its label), so a
     small h_t beside a large c_t stays visible: one image row per vector, or one per cached position s of a K
-    or V (s = window start…t, top to bottom), each about ``block_px`` tall, about ``width_px`` wide.
+    or V (s = window start…t, top to bottom, each about ``block_px`` tall together), or one per row of a state
+    kind's 2-D field (about MATRIX_PX together); about ``width_px`` wide.
 
     Images, not charts: a step of t swaps four of them, which the browser does at once where it would redraw four
     plotly charts."""
@@ -65,9 +72,13 @@ def carried_strips(carried: Carried, width_px: int = STRIP_WIDTH_PX, block_px: i
         peak = float(np.abs(values).max()) or 1.0
         rows, units = values.shape
         unit_px = max(1, -(-width_px // units))  # whole pixels per unit: the image is scaled to its column
-        row_px = VECTOR_PX if rows == 1 else max(1, block_px // rows)
+        cache = carried.kind == "transformer"  # rows are cached positions, not the rows of a matrix
+        if rows == 1:
+            row_px = VECTOR_PX
+        else:
+            row_px = max(1, block_px // rows) if cache else max(2, min(VECTOR_PX, MATRIX_PX // rows))
         image = diverging_rgb(values / peak).repeat(row_px, axis=0).repeat(unit_px, axis=1)
-        span = "" if rows == 1 else f", s = {carried.window_start}…{carried.t}"
+        span = f", s = {carried.window_start}…{carried.t}" if cache and rows > 1 else ""
         strips.append(Strip(f"{tensor.name}{span} · max |·| {peak:.2g}", image))
     return strips
 

@@ -86,7 +86,7 @@ def test_click_a_character_to_see_who_attends_to_it(page, base_url):
     expect(main.get_by_text("later character t that reads s = 4", exact=False)).to_be_attached()
     assert no_exception(page)
     # a slot takes another model: the slot menus are in the models' expander
-    main.get_by_text("The four models: shipped, live-trained, uploaded or raced").click()
+    main.get_by_text("The models: shipped, live-trained, uploaded or raced").click()
     expect(main.get_by_text("Transformer slot")).to_be_visible()
     uploader = page.locator(".st-key-hidden_state_upload input[type='file']")
     uploader.set_input_files(files=[{"name": "not-a-model.pt", "mimeType": "application/octet-stream",

@@ -18,15 +18,14 @@ from rnnviz.ui.hidden_cell_explorer.choices import (
     ensure_feature,
 )
 from rnnviz.ui.hidden_cell_explorer.imports import StatesSource
+from rnnviz.ui.hidden_cell_explorer.intervene import PRIME, intervene
 from rnnviz.ui.hidden_cell_explorer.readings import against_ngram, state_path, surprise
 from rnnviz.ui.hidden_cell_explorer.sections import (
-    PRIME,
     SECTIONS,
     STATES_SECTIONS,
     colour_by_cell,
     contents,
     find_cells,
-    intervene,
     pattern_search,
     watch_emerge,
 )

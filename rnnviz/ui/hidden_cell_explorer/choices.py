@@ -5,7 +5,6 @@ it shows first. The package's ``page`` calls these in order; ``sections`` draws 
 import numpy as np
 import streamlit as st
 
-from rnnviz.core.recurrent import KINDS
 from rnnviz.interpret import colortext
 from rnnviz.interpret.finder import (
     QUANTITIES,
@@ -73,6 +72,11 @@ LINK = (
 
 
 
+def explorable(kind: str) -> bool:
+    """Whether the explorer can read a model of ``kind``: the finder records its cells."""
+    return kind in QUANTITIES
+
+
 def forget_model_choices() -> None:
     """on_change of the model: the next run reads the new model's text its way and picks its clearest cell."""
     for key in (LAYER, UNIT, QUANTITY, WINDOW, SYNTAX, FEATURE, RANK_BY, page_key("range"), IMPORTANCE):
@@ -95,9 +99,10 @@ def select_source(key: str) -> None:
 def choose_model() -> ModelSource | StatesSource:
     """The model box: the session's own models, the one the server was started with, shipped ones, and states read
     from a file (no model); under it, the uploads."""
-    # The explorer reads cells (model.rnn's trace): recurrent models only, never a Transformer.
+    # The explorer reads cells (rnnviz.interpret.finder's trace): the kinds it records quantities for (RNN, LSTM, GRU,
+    # and each layer's h_t of the sLSTM … linear attention), never a minGRU's or a Transformer's.
     sources: dict[str, ModelSource | StatesSource] = {
-        s.key: s for s in model_sources() if s.model.config.kind in KINDS}
+        s.key: s for s in model_sources() if explorable(s.model.config.kind)}
     sources.update(states_sources())
     launched, _, launch_problem = launched_model()
     states_problem = launched_states()[1]

@@ -18,7 +18,8 @@ from pathlib import Path
 import streamlit as st
 
 from rnnviz.charlm.checkpoint import CheckpointError
-from rnnviz.interpret.finder import CellTrace
+from rnnviz.core.config import kind_label
+from rnnviz.interpret.finder import QUANTITIES, CellTrace
 from rnnviz.interpret.states import ImportedStates, StatesError, read_states
 from rnnviz.limits import UPLOAD_MAX_VALUES
 from rnnviz.ui.kit.keys import PageKeys
@@ -88,6 +89,13 @@ def read_model_upload(select: Callable[[str], None]) -> None:
                                       nonlinearity=state.get(NONLINEARITY, "tanh"), name=Path(uploaded.name).stem)
     except CheckpointError as err:
         state[UPLOAD_ERROR] = str(err)
+        return
+    kind = checkpoint.config.kind
+    if kind not in QUANTITIES:  # the model box would not offer it
+        readable = ", ".join(kind_label(k) for k in QUANTITIES)
+        state[UPLOAD_ERROR] = (f"This is a {kind_label(kind)} model, whose cells this page does not read: it reads "
+                               f"those of {readable} models. The Hidden state page and the live-training page's "
+                               "sampling take it.")
         return
     state[UPLOADED_KEY], state[UPLOAD_REPORT] = checkpoint, report
     select("uploaded")

@@ -1,5 +1,5 @@
-"""The Hidden-cell explorer's first five sections (each one function that draws it from the trace and the rankings),
-and the anchors and contents line of all eight."""
+"""The Hidden-cell explorer's sections 1–3 and 5 (each one function that draws it from the trace and the rankings;
+section 4 is in ``intervene``), and the anchors and contents line of all eight."""
 
 import html
 import re
@@ -8,15 +8,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from rnnviz.charlm.sample import Intervention
 from rnnviz.charlm.train import width_of
+from rnnviz.core.config import kind_label
 from rnnviz.figures import FADED, ON_LIGHT
 from rnnviz.figures import explorer as figures
 from rnnviz.interpret import colortext
 from rnnviz.interpret.finder import (
     QUANTITY_LABELS,
     CellId,
-    ablation_importance,
     cell_correlations,
     match_ranges,
     pattern_cells,
@@ -27,8 +26,6 @@ from rnnviz.ui.hidden_cell_explorer import data as ex
 from rnnviz.ui.hidden_cell_explorer.choices import (
     FEATURE,
     FEATURE_SWITCHED,
-    IMPORTANCE,
-    IMPORTANCE_CHARS,
     LAYER,
     MIN_RANK_CHARS,
     MINI_CHARS,
@@ -42,8 +39,8 @@ from rnnviz.ui.hidden_cell_explorer.choices import (
     showcase,
 )
 from rnnviz.ui.kit.cache import shared_figure, shared_value
-from rnnviz.ui.kit.models import corpus_of, held_out_text, keep_known, model_id
-from rnnviz.ui.kit.widgets import literal, name_bidi_controls, plot, seed, table, text_block
+from rnnviz.ui.kit.models import model_id
+from rnnviz.ui.kit.widgets import literal, name_bidi_controls, plot, table
 
 # The page's sections by anchor: (header, short name for the contents line at the top).
 SECTIONS = {
@@ -216,7 +213,7 @@ def find_cells(trace_key: tuple, trace, rankings, baseline, text: str, tracks: d
                "spread and how slowly they change, but no longer line up with the text, so what they reach is "
                "chance; the gap is what lines up with the feature.")
     else:
-        title = f"The same ranking for a randomly initialised {trace.kind.upper()} of the same shape"
+        title = f"The same ranking for a randomly initialised {kind_label(trace.kind)} of the same shape"
         why = ("the trained model. Cells of an untrained network already respond to the characters they read, so "
                "features such as 'digit' or 'uppercase' can score well by chance; the gap is what training added.")
     with st.expander(title):
@@ -347,80 +344,6 @@ def context_html(text: str, spans: list[tuple[int, int, str]], context: int = 30
     return ('<div style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:14px;line-height:1.6;'
             'white-space:pre;overflow-x:auto;display:grid;grid-template-columns:max-content max-content;'
             'column-gap:1.5em">' + "".join(lines) + "</div>")
-
-
-def intervene(source, trace, cell: CellId, text: str, start: int, ranked: list[CellId], feature: str) -> None:
-    section_header("intervene")
-    st.markdown(f"Hold **unit {cell.unit} of layer {cell.layer}** fixed at every step while the model writes, and "
-                "compare with what it writes untouched, from the same prime and the same random draws.")
-    col_target, col_value, col_length, col_temp = st.columns([1.3, 2, 2, 2])
-    targets = ["c", "h"] if trace.kind == "lstm" else ["h"]
-    on = col_target.radio("Hold", targets, index=0 if cell.quantity == "c" and "c" in targets else len(targets) - 1,
-                          format_func=lambda q: f"{q}_t", key=page_key("iv_on"))
-    value = col_value.radio("at", [0.0, 1.0, -1.0], horizontal=True, key=page_key("iv_value"),
-                            format_func=lambda v: "0 (ablate)" if v == 0 else f"{v:+g} (clamp)")
-    length = col_length.slider("Characters to write", 50, 600, 300, step=50, key=page_key("iv_length"))
-    temperature = col_temp.slider("Temperature", 0.0, 1.5, 0.7, step=0.1, key=page_key("iv_temperature"))
-    refresh_prime(text, start)
-    prime, unknown = keep_known(st.text_area("Prime", key=PRIME, max_chars=400, height=90), source.vocab)
-    if unknown:
-        st.warning("Characters the model never saw were left out of the prime: "
-                   + literal(", ".join(colortext.describe_char(c) for c in unknown[:15])))
-    iv = Intervention(cell.layer, cell.unit, float(value), on)
-    args = (model_id(source), source.model, source.vocab.chars, prime, length, temperature, seed())
-    normal, intervened = ex.continuation(*args, None), ex.continuation(*args, iv)
-    left, right = st.columns(2)
-    left.markdown("**Untouched**")
-    text_block(prime + normal, left)
-    right.markdown(f"**{on}_t of unit {cell.unit} held at {value:g}**")
-    text_block(prime + intervened, right)
-    if normal == intervened:
-        st.caption("Identical: with this prime and these draws the model does not use this unit, or uses it too "
-                   "little to change a single choice.")
-    importance(source, text, ranked, feature)
-
-
-PRIME, PRIME_FROM = page_key("prime"), page_key("prime_from")
-
-
-def prime_from(text: str, start: int, length: int = 120) -> str:
-    """Up to ``length`` characters of the text from the first line start at or after ``start``, cut at a line
-    end when there is one; the text's own first characters when that leaves nothing."""
-    line_start = text.find("\n", start) + 1 or start
-    prime = text[line_start:line_start + length]
-    prime = prime[: prime.rfind("\n") + 1] or prime
-    return prime or text[start:start + length] or text[:length]
-
-
-def refresh_prime(text: str, start: int) -> None:
-    """Take the prime from the traced text: the first time, and whenever the text changes (another corpus, the
-    model's own text, your own) while the prime is still the one taken from the old text. A prime you typed
-    stays."""
-    state, text_id = st.session_state, (len(text), hash(text))
-    taken = state.get(PRIME_FROM)  # (the text it was taken from, the prime taken)
-    if PRIME not in state or (taken is not None and taken[0] != text_id and state[PRIME] == taken[1]):
-        state[PRIME] = prime_from(text, start)
-        state[PRIME_FROM] = (text_id, state[PRIME])
-
-
-def importance(source, text: str, ranked: list[CellId], feature: str) -> None:
-    st.subheader("Importance: the loss without each top cell")
-    corpus = corpus_of(source)
-    held_out = held_out_text(corpus, IMPORTANCE_CHARS) if corpus is not None else text
-    where = (f"{len(held_out):,} held-out characters of {literal(corpus.name)}" if corpus is not None
-             else "the traced text")
-    cells = list(dict.fromkeys(ranked))
-    key = (model_id(source), tuple(cells), len(held_out))
-    st.markdown(f"Ablate each of the top {len(cells)} cells for *{FEATURES[feature].label}* in turn (its unit's "
-                f"h_t held at 0) and measure the loss on {where}. A cell the model relies on raises it.")
-    if st.button(f"Measure the top {len(cells)} cells", key=page_key("importance_button"), disabled=not cells):
-        progress = ex.run_progress("Ablating cell")
-        base, deltas = ablation_importance(source.model, source.vocab.encode(held_out), cells, progress)
-        st.session_state[IMPORTANCE] = (key, base, deltas)
-    stored = st.session_state.get(IMPORTANCE)
-    if stored and stored[0] == key:
-        _, base, deltas = stored
-        plot(figures.importance_figure([c.label for c in cells], deltas, base), key=page_key("importance_figure"))
 
 
 def watch_emerge(source, text: str, cell: CellId, start: int, end: int) -> None:

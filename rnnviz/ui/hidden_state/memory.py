@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any
 
 import streamlit as st
 import torch
 
+from rnnviz.core.state_stack import STATE_KINDS
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret import hidden_state as hs
 from rnnviz.ui.hidden_state.sections import Slot, page_key, slot_readers, slot_value
@@ -51,7 +51,7 @@ def draw_probe(slot_list: list[Slot]) -> None:
         "values of every layer) is where the Transformer keeps that character. Dotted: the Transformer's vector "
         "x_t after its last layer, which it computes at t but does not carry. Fitted on "
         f"{int(PROBE.train_fraction * 100)}% of {PROBE.chars:,} held-out characters of {CORPUS}; accuracy on the "
-        "rest.")
+        "rest." + _state_probe_words(slot_list))
     text = _val_ids()["text"][: PROBE.chars]
     usable, left_out = slot_readers(slot_list, text, f"the held-out {CORPUS} text")
     for line in left_out:
@@ -82,6 +82,16 @@ def draw_probe(slot_list: list[Slot]) -> None:
                    "shipped models it is done once and shared by everyone on this server.")
 
 
+def _state_probe_words(slot_list: list[Slot]) -> str:
+    """How the probe reads the state kinds shown: every field of their state side by side."""
+    names = [s.name for s in slot_list if s.model.config.kind in STATE_KINDS]
+    if not names:
+        return ""
+    return (f" For {_names(names)}: every field of the state it carries, every layer's, side by side (a matrix "
+            "memory flattened; its short convolution's last inputs too, which hold the last few characters as they "
+            "are).")
+
+
 def probe_caption(curves: list[hs.ProbeCurve], slot_list: list[Slot]) -> str:
     """What the probe lines say, with the Transformer's context from its model (the cache holds that many)."""
     lines = ["Dashed grey: always answering the most common character (the chance level)."]
@@ -96,10 +106,9 @@ def probe_caption(curves: list[hs.ProbeCurve], slot_list: list[Slot]) -> str:
     return " ".join(lines)
 
 
-def _bottleneck_values(models: list[tuple[str, Any, torch.Tensor]]) -> dict[str, tuple[list[float], float]]:
-    """Per model: (loss for each n in LENGTHS, loss as it ordinarily reads the same positions)."""
-    return {name: (hs.bottleneck(model, ids, LENGTHS), hs.ordinary_loss(model, ids, max(LENGTHS) - 1))
-            for name, model, ids in models}
+def _bottleneck_values(model, ids: torch.Tensor) -> tuple[list[float], float]:
+    """(loss for each n in LENGTHS, loss as the model ordinarily reads the same positions)."""
+    return hs.bottleneck(model, ids, LENGTHS), hs.ordinary_loss(model, ids, max(LENGTHS) - 1)
 
 
 def _bottleneck_fig(values: dict[str, tuple[list[float], float]], vocab_sizes: tuple[int, ...]):
@@ -162,8 +171,9 @@ def draw_bottleneck(slot_list: list[Slot]) -> None:
     if not usable:
         return
     slots_used = [s for s, _ in usable]
-    values = slot_value(_bottleneck_values, slots_used, [(s.name, s.model, ids) for s, ids in usable],
-                        key=("bottleneck", LENGTHS))
+    # One slot at a time: a shipped model's values stay shared by the process when a session's own joins them.
+    values = {s.name: slot_value(_bottleneck_values, [s], s.model, ids, key=("bottleneck", LENGTHS))
+              for s, ids in usable}
     vocab_sizes = tuple(sorted({s.vocab.size for s in slots_used}))  # one V unless a slot reads another corpus
     plot(slot_value(_bottleneck_fig, slots_used, values, vocab_sizes, key=("bottleneck figure", LENGTHS)),
          key=page_key("bottleneck"))

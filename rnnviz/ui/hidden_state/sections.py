@@ -1,7 +1,9 @@
 """Sections of the hidden-state page: what an RNN, an LSTM, a minGRU and a Transformer carry into the next step,
 and the Transformer's attention (from a position, and to a clicked character); the memory probes and the context
-bottleneck are in ``memory``. Each of the four slots holds a shipped english-docs model by default,
-or this session's live-trained model, an uploaded checkpoint, or a model of this session's race.
+bottleneck are in ``memory``, the models' expander (which model fills each slot, the uploader) in ``models``. Each of
+the four slots holds a shipped english-docs model by default, or this session's live-trained model, an uploaded
+checkpoint, or a model of this session's race. The sLSTM, mLSTM, selective SSM and linear attention have a slot
+each, with no shipped model: it shows only when this session has a model of its kind.
 
 Figures of shipped models are built once per process and shared by every session (``shared_figure``); figures
 of a session's own models are kept in that session only (``session_value``), keyed by the model and its step.
@@ -19,9 +21,8 @@ import numpy as np
 import streamlit as st
 import torch
 
-from rnnviz.charlm.checkpoint import CheckpointError, load_checkpoint
 from rnnviz.charlm.corpus import UnknownCharactersError, Vocab
-from rnnviz.core.config import shape_label
+from rnnviz.core.state_stack import CARRIED_WORDS, STATE_KINDS
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret import hidden_state as hs
 from rnnviz.serving.live import still_copy
@@ -40,7 +41,7 @@ from rnnviz.ui.kit.models import (
     pretrained_checkpoints,
     what_it_is,
 )
-from rnnviz.ui.kit.widgets import for_the_room, literal, plot, table
+from rnnviz.ui.kit.widgets import for_the_room, literal, plot
 
 PAGE = "hidden_state"
 page_key = PageKeys(PAGE)
@@ -48,17 +49,34 @@ SENTENCE = page_key("sentence")
 STEP = page_key("t")
 ATTENDED = page_key("s")  # the character whose readers are shown
 STRIP = page_key("strip")  # the clickable character strip
-UPLOAD, UPLOAD_ERROR = page_key("upload"), page_key("upload_error")
 # The four shipped models of rnnviz/assets/models/MODELS.md this page compares, by file stem.
 SLOTS = {"RNN": "rnn-english-docs", "LSTM": "lstm-small-english-docs", "minGRU": "mingru-english-docs",
          "Transformer": "transformer-english-docs"}
-# The kinds each slot takes: a slot shows a fixed-size recurrent state, h_t and c_t, or a K/V cache.
-SLOT_KINDS = {"RNN": ("rnn", "gru"), "LSTM": ("lstm",), "minGRU": ("mingru",), "Transformer": ("transformer",)}
+# The kinds each slot takes, in the page's order: a slot shows a fixed-size recurrent state (h_t and c_t, or the
+# fields of a state kind: matrix memories, normalisers, a convolution's inputs), or a K/V cache. The state kinds'
+# slots have no shipped model: they show a session's own (live-trained, uploaded or raced), after the shipped four,
+# which keep their places.
+SLOT_KINDS = {"RNN": ("rnn", "gru"), "LSTM": ("lstm",), "minGRU": ("mingru",), "Transformer": ("transformer",),
+              "sLSTM": ("slstm",), "mLSTM": ("mlstm",), "Selective SSM": ("selective",),
+              "Linear attention": ("linear_attention",)}
 PER_ROW = 2  # columns per row when four models are shown: four side by side are too narrow on a projector
 # What the minGRU gives up, said under its column.
 MINGRU_TRADE = (r"Its gate $z_t$ and candidate $\tilde h_t$ read $x_t$ only, never $h_{t-1}$: what it writes "
                 "cannot depend on what it already holds. In exchange every $h_t$ is a scan over the sequence, so it "
                 "trains across all $t$ at once.")
+# What a state kind's strips show, said under its column.
+STATE_STRIPS = {
+    "slstm": r"Four vectors per layer: $c_t$ and its normaliser $n_t$ (it reads $h_t = o_t \odot c_t / n_t$) and "
+             r"the stabiliser $m_t$, which only keeps the exponential gates in range.",
+    "mlstm": r"$C$: each head's $d \times d$ matrix memory, the heads side by side (image row i holds row i of every "
+             r"head's matrix); $n$ per head and unit, $m$ one per head; conv: the last $K - 1$ inputs its short "
+             "convolution still holds, oldest on top.",
+    "selective": r"$s$: the $S$ numbers of every channel, one column per channel (image row j holds the j-th number "
+                 r"of each); conv: the last $K - 1$ inputs its short convolution still holds, oldest on top.",
+    "linear_attention": r"$S$: each head's $d \times d$ memory, the heads side by side (image row i holds row i of "
+                        r"every head's matrix); $z$ per head and unit; conv: the last $K - 1$ inputs its short "
+                        "convolution still holds, oldest on top.",
+}
 STRIPS_KEY = ("Each strip is one tensor, one column per unit (a K or V: one row per cached position s, top to "
               "bottom), coloured relative to its own largest |value|: dark blue −max, white 0, dark red +max.")
 SOURCE_LABELS = {"shipped": "shipped", "live": "live-trained", "uploaded": "uploaded", "race": "from the race",
@@ -80,7 +98,7 @@ def source_key(name: str) -> str:
 class Slot:
     """One column of the comparison: its name, the model in it, and the sentence's ids (or the error)."""
 
-    name: str  # "RNN", "LSTM", "minGRU" or "Transformer"
+    name: str  # a SLOT_KINDS name: "RNN", "LSTM", "minGRU", "sLSTM", …, "Transformer"
     candidate: ModelSource  # the model that fills it
     ids: torch.Tensor | None
     error: str | None
@@ -120,9 +138,10 @@ def candidates(slot: str) -> list[ModelSource]:
         found.append(ModelSource(launched_key(), f"yours: {launched_key().removeprefix(LAUNCHED_PREFIX)}",
                                  launched.model, launched.vocab, launched.corpus, launched.step,
                                  launched.config.carries_state))
-    shipped = pretrained_checkpoints().get(SLOTS[slot])
+    stem = SLOTS.get(slot)
+    shipped = pretrained_checkpoints().get(stem) if stem else None
     if shipped is not None:
-        found.append(ModelSource(f"pretrained:{SLOTS[slot]}", f"shipped: {SLOTS[slot]}.pt", shipped.model,
+        found.append(ModelSource(f"pretrained:{stem}", f"shipped: {stem}.pt", shipped.model,
                                  shipped.vocab, shipped.corpus, shipped.step, shipped.config.carries_state))
     state = st.session_state
     run = state.get(LIVE_RUN_KEY)
@@ -148,50 +167,11 @@ def candidates(slot: str) -> list[ModelSource]:
     return found
 
 
-def read_upload() -> None:
-    """on_change of the uploader: load through the safe loader (weights only, strict) or keep the reason."""
-    state = st.session_state
-    state.pop(UPLOAD_ERROR, None)
-    uploaded = state.get(UPLOAD)
-    if uploaded is None:
-        return
-    try:
-        checkpoint = load_checkpoint(uploaded.getvalue())
-    except CheckpointError as err:
-        state[UPLOAD_ERROR] = str(err)
-        return
-    state[UPLOADED_KEY] = checkpoint
-    slot = next((s for s, kinds in SLOT_KINDS.items() if checkpoint.config.kind in kinds), None)
-    if slot is None:
-        state[UPLOAD_ERROR] = (f"A {checkpoint.config.kind} model fits none of the slots "
-                               f"({', '.join(SLOTS)}).")
-        return
-    state[source_key(slot)] = "uploaded"
-
-
-def choose_models() -> None:
-    """Per slot, which model fills it; with an uploader. Drawn inside an expander by the page."""
-    cols = st.columns(len(SLOTS))
-    for col, slot in zip(cols, SLOTS):
-        options = {c.origin: c for c in candidates(slot)}
-        if st.session_state.get(source_key(slot)) not in options:
-            st.session_state[source_key(slot)] = next(iter(options), None)
-        col.selectbox(f"{slot} slot", list(options), key=source_key(slot),
-                      format_func=lambda s, o=options: o[s].label,
-                      help=f"Takes a {' or '.join(hs.kind_label(k) for k in SLOT_KINDS[slot])} model: the shipped one, "
-                           "this session's live-trained model, an uploaded checkpoint or a model of the race.")
-    st.file_uploader("Upload a checkpoint (.pt) saved by rnnviz", type=["pt"], key=UPLOAD, on_change=read_upload,
-                     help="Loaded with weights only into the app's own architecture; it goes into the slot of its "
-                          "kind.")
-    if st.session_state.get(UPLOAD_ERROR):
-        st.error(literal(st.session_state[UPLOAD_ERROR]), icon=":material/error:")
-
-
 def slots() -> list[Slot]:
     """The model in each slot, with the sentence read by its vocabulary; stops the page when there is none."""
     text = sentence()
     out = []
-    for name in SLOTS:
+    for name in SLOT_KINDS:
         options = {c.origin: c for c in candidates(name)}
         chosen = options.get(st.session_state.get(source_key(name))) or next(iter(options.values()), None)
         if chosen is None:
@@ -288,7 +268,7 @@ def draw_carried(slot_list: list[Slot], t: int) -> None:
     for slot in slot_list:
         if slot.error:
             st.error(literal(slot.error), icon=":material/block:")
-    for col, slot in zip(_grid(len(slot_list)), slot_list):
+    for col, slot in zip(grid(len(slot_list)), slot_list):
         with col:
             origin = "" if slot.shared else f", {SOURCE_LABELS[slot.candidate.origin]}"
             st.markdown(f"**{slot.name}** ({params(slot):,} parameters{origin}): what it carries into t+1")
@@ -307,23 +287,29 @@ def draw_carried(slot_list: list[Slot], t: int) -> None:
                 for strip in strips:
                     st.image(strip.image, caption=strip.label, width="stretch",
                              alt=f"{strip.label}: one tensor drawn as a strip of coloured cells, one per unit")
-            if slot.model.config.kind == "mingru":
+            kind = slot.model.config.kind
+            if kind == "mingru":
                 st.caption(MINGRU_TRADE)
+            elif kind in STATE_STRIPS:
+                st.caption(STATE_STRIPS[kind])
     st.caption(STRIPS_KEY)
     readable = [s for s in slot_list if s.ids is not None]
     if readable:
         models = [(s.name, s.model, s.ids) for s in readable]
         plot(slot_value(_bytes_fig, readable, models, text, key=("bytes", text)), key=page_key("bytes"))
-        st.caption("Measured from the tensors after every character: the RNN's h_t, the LSTM's h_t and c_t and "
-                   "the minGRU's h_t (one per layer) stay the same size; the Transformer's K and V cache grows by "
-                   "2·L·C numbers per character (until its context is full).")
+        states = [s for s in readable if s.model.config.kind in STATE_KINDS]
+        carried = "".join(f", the {hs.kind_label(s.model.config.kind)}'s {CARRIED_WORDS[s.model.config.kind]}"
+                          for s in states)
+        st.caption(f"Measured from the tensors after every character: the RNN's h_t, the LSTM's h_t and c_t, "
+                   f"the minGRU's h_t{carried} (every layer's) stay the same size; the Transformer's K and V cache "
+                   "grows by 2·L·C numbers per character (until its context is full).")
 
 
-def _grid(count: int) -> list:
-    """``count`` columns: side by side up to three, in rows of PER_ROW beyond that (2 × 2 for four)."""
+def grid(count: int, per_row: int = PER_ROW) -> list:
+    """``count`` columns: side by side up to three, in rows of ``per_row`` beyond that (2 × 2 for four)."""
     if count <= 3:
-        return list(st.columns(count))
-    return [col for start in range(0, count, PER_ROW) for col in st.columns(PER_ROW)][:count]
+        return list(st.columns(max(count, 1)))[:count]
+    return [col for start in range(0, count, per_row) for col in st.columns(per_row)][:count]
 
 
 def _bytes_fig(models: list[tuple[str, Any, torch.Tensor]], text: str):
@@ -411,14 +397,6 @@ def who_attends(slot_list: list[Slot]) -> None:
     plot(figure, key=page_key("attended"))
 
 
-def model_table(slot_list: list[Slot]) -> None:
-    rows = [{"slot": s.name, "model": s.candidate.label, "parameters": params(s), "architecture": _describe(s),
-             "steps": s.candidate.step} for s in slot_list]
-    table(rows, counts=("parameters", "steps"))
-
-
-def _describe(slot: Slot) -> str:
-    c = slot.model.config
-    if c.kind == "transformer":
-        return f"{c.layers} blocks, C = {c.hidden}, {c.n_head} heads, context {c.block_size}"
-    return shape_label(c)
+def state_kinds(slot_list: list[Slot]) -> list[str]:
+    """The state kinds (sLSTM … linear attention) whose slot is shown, in the page's order."""
+    return list(dict.fromkeys(s.model.config.kind for s in slot_list if s.model.config.kind in STATE_KINDS))

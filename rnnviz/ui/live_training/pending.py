@@ -12,15 +12,15 @@ import streamlit as st
 from rnnviz.charlm.corpus import Corpus
 from rnnviz.charlm.speed import count_parameters, effective_shape, estimate_chars_per_second, estimate_for_corpus
 from rnnviz.charlm.train import TrainConfig
+from rnnviz.core.state_stack import HEADED_KINDS
 from rnnviz.serving.live import MAX_PARAMETERS, MAX_STEP_BUDGET, LiveSettings
 from rnnviz.ui.kit.widgets import literal, seed
+from rnnviz.ui.live_training.kinds import KIND_LABELS
 from rnnviz.ui.live_training.setup import (
-    FAMILY_PRESETS,
-    LIVE_PRESETS,
     MAX_LR,
     TYPICAL_VOCAB,
+    base_config,
     config_fields,
-    family,
     key,
     matmul_flops,
 )
@@ -63,15 +63,13 @@ def pending_run(vocab_size: int | None, corpus: Corpus | None = None) -> Pending
     if budget is None or not 1 <= budget <= MAX_STEP_BUDGET:
         problems.append(f"The step budget must be between 1 and {MAX_STEP_BUDGET:,} steps.")
     kind = state[key("kind")]
-    transformer = kind == "transformer"
-    base = LIVE_PRESETS[state[key("preset")]].config
-    if family(kind) != family(base.kind):  # the schedule (warm-up, decay) of a preset of the same family
-        base = LIVE_PRESETS[FAMILY_PRESETS[family(kind)]].config
+    base = base_config(kind)  # the schedule (warm-up, decay) of a preset of the same family
     values = {**config_fields(base), "seed": seed()}
     if lr_problem is not None:
         values["lr"] = 1e-3  # counted and estimated as a sane rate; the problem above stops the run
     shape_problems = (_transformer_problems(values["hidden"], values["n_head"], values["block_size"],
-                                            values["seq_len"]) if transformer else [])
+                                            values["seq_len"]) if kind == "transformer"
+                      else _heads_problems(kind, values["hidden"], values["n_head"]))
     problems += shape_problems
     if shape_problems:  # a shape that cannot be built: count and estimate the nearest one that can
         values.update(n_head=1, seq_len=min(values["seq_len"], values["block_size"]))
@@ -100,6 +98,13 @@ def _transformer_problems(width: int, n_head: int, block_size: int, seq_len: int
         problems.append(f"A Transformer with a context of {block_size} characters trains on windows of at most "
                         f"{block_size}: lower the window T to {block_size} or raise the context.")
     return problems
+
+
+def _heads_problems(kind: str, width: int, n_head: int) -> list[str]:
+    if kind in HEADED_KINDS and width % n_head:
+        return [f"The width H = {width} does not split into {n_head} heads of equal width: choose a number of heads "
+                f"that divides H, so that every {KIND_LABELS[kind]} head is d = H / h wide."]
+    return []
 
 
 def speed_help(pending: PendingRun) -> str:

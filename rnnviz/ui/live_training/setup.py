@@ -21,9 +21,11 @@ from rnnviz.charlm.corpus import (
 )
 from rnnviz.charlm.presets import (
     DEFAULT_PRESET,
+    KIND_PRESETS,
     MINGRU_PRESET,
     MINGRU_PRESETS,
     PRESETS,
+    STATE_PRESETS,
     TRANSFORMER_PRESETS,
     TUNED_GPT,
     Preset,
@@ -31,34 +33,29 @@ from rnnviz.charlm.presets import (
 from rnnviz.charlm.speed import estimate_chars_per_second, measure_matmul_flops
 from rnnviz.charlm.train import OPTIMIZERS, TrainConfig
 from rnnviz.core import equations
+from rnnviz.core.state_stack import HEADED_KINDS, STATE_KINDS
 from rnnviz.serving.cooldown import MAX_COOL_SECONDS
 from rnnviz.serving.live import LiveRun
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_choice, restore_from_link, share_link
 from rnnviz.ui.kit.widgets import literal, seed
+from rnnviz.ui.live_training.kinds import HEAD_OPTIONS, HEADS_HELP, KIND_LABELS, MINGRU_NOTE, NO_CARRY, state_note
 
 PAGE = "live_training"
 key = PageKeys(PAGE)  # every session and widget key of the live page: key("kind") → "live_training_kind"
 KEEP = dict(persist_state="session")  # settings survive a visit to another page
 
-KIND_LABELS = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "mingru": "minGRU", "transformer": "Transformer"}
 MAX_LAYERS = 3  # the Layers slider's end (Transformer: blocks)
-HEAD_OPTIONS = (1, 2, 4, 8)  # Transformer: attention heads h; C must divide by h
 CONTEXT_OPTIONS = (16, 32, 64, 128, 256)  # Transformer: the context, characters one position can see
-# The live page's presets: every recurrent one, the minGRU's, and the Transformer presets its widgets can hold
-# (≤ 3 blocks).
-LIVE_PRESETS: dict[str, Preset] = {**PRESETS, **MINGRU_PRESETS,
+# The live page's presets: every recurrent one, the minGRU's, the sLSTM's … linear attention's, and the Transformer
+# presets its widgets can hold (≤ 3 blocks).
+LIVE_PRESETS: dict[str, Preset] = {**PRESETS, **MINGRU_PRESETS, **STATE_PRESETS,
                                    **{name: p for name, p in TRANSFORMER_PRESETS.items()
                                       if p.config.layers <= MAX_LAYERS}}
 TRANSFORMER_DEFAULTS = LIVE_PRESETS[TUNED_GPT]  # what choosing Kind = Transformer starts from
-# Choosing a Kind of another family starts from that family's preset: RNN, LSTM and GRU share one.
-FAMILY_PRESETS = {"recurrent": DEFAULT_PRESET, "mingru": MINGRU_PRESET, "transformer": TUNED_GPT}
-MINGRU_NOTE = (r"minGRU: $z_t = \sigma(W_z x_t)$ and $\tilde h_t = g(W_h x_t)$ read $x_t$ only, never $h_{t-1}$, "
-               "so the whole chunk is computed by a parallel scan; its $h_t$ is carried from one chunk to the next "
-               "like an RNN's.")
-NO_CARRY = ("No state is carried from one chunk to the next: a Transformer has no recurrent state (no $h_t$ passed "
-            "from step to step), so every window of T characters starts from nothing, and its memory is the keys and "
-            "values of the context it attends over.")
+# Choosing a Kind of another family starts from that family's preset: RNN, LSTM and GRU share one; every other
+# kind is a family of its own.
+FAMILY_PRESETS = {"recurrent": DEFAULT_PRESET, "mingru": MINGRU_PRESET, "transformer": TUNED_GPT, **KIND_PRESETS}
 HIDDEN_OPTIONS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 448, 512)
 BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128)
 SEQ_OPTIONS = (4, 8, 16, 32, 64, 128, 256)
@@ -151,17 +148,18 @@ def _plain(name: str) -> SettingField:
     return SettingField(name, lambda c: {name: getattr(c, name)}, lambda read, base: read(name))
 
 
-def _transformer_field(name: str) -> SettingField:
-    """Heads or context: a recurrent config keeps the Transformer defaults in the widget for a later switch, and
-    the base preset's value in the config."""
+def _shape_field(name: str, kinds: tuple[str, ...]) -> SettingField:
+    """Heads or context, which only ``kinds`` have: another kind keeps the Transformer defaults in the widget for a
+    later switch, and the base preset's value in the config."""
     def to_widgets(c: TrainConfig) -> dict[str, object]:
-        return {name: getattr(c if c.kind == "transformer" else TRANSFORMER_DEFAULTS.config, name)}
+        return {name: getattr(c if c.kind in kinds else TRANSFORMER_DEFAULTS.config, name)}
 
     def from_widgets(read, base: TrainConfig) -> object:
-        if read("kind") != "transformer":
+        if read("kind") not in kinds:
             return getattr(base, name)
         value = read(name)
-        return getattr(TRANSFORMER_DEFAULTS.config, name) if value is None else value
+        fallback = base if base.kind in kinds else TRANSFORMER_DEFAULTS.config
+        return getattr(fallback, name) if value is None else value
 
     return SettingField(name, to_widgets, from_widgets)
 
@@ -179,7 +177,7 @@ SETTING_FIELDS: tuple[SettingField, ...] = (
                  lambda c: {"forget_bias_on": c.forget_bias is not None,
                             "forget_bias": c.forget_bias if c.forget_bias is not None else 1.0},
                  lambda read, base: read("forget_bias") if read("kind") == "lstm" and read("forget_bias_on") else None),
-    _transformer_field("n_head"), _transformer_field("block_size"),
+    _shape_field("n_head", ("transformer", *HEADED_KINDS)), _shape_field("block_size", ("transformer",)),
 )  # fmt: skip
 
 
@@ -210,15 +208,24 @@ def kind_equation(kind: str | None = None) -> str:
 
 
 def family(kind: str) -> str:
-    """The preset family of a kind: "transformer", "mingru", or "recurrent" (RNN, LSTM, GRU)."""
-    return kind if kind in ("transformer", "mingru") else "recurrent"
+    """The preset family of a kind: "recurrent" for RNN, LSTM and GRU, which share one; any other kind is its own."""
+    return "recurrent" if kind in ("rnn", "lstm", "gru") else kind
+
+
+def base_config(kind: str) -> TrainConfig:
+    """The preset a run of ``kind`` takes what has no widget from (schedule, state reset, …): the chosen one when it
+    is of the kind's family, else the family's own."""
+    preset = LIVE_PRESETS.get(st.session_state.get(key("preset")), PRESETS[DEFAULT_PRESET])
+    if family(kind) != family(preset.config.kind):
+        preset = LIVE_PRESETS[FAMILY_PRESETS[family(kind)]]
+    return preset.config
 
 
 def on_kind_change() -> None:
     """Kind → Transformer selects the tuned Transformer preset's settings (shape, heads, context, AdamW with
-    warm-up, B, T); Kind → minGRU the minGRU preset's; back to RNN, LSTM or GRU, the default recurrent preset's,
-    with the kind chosen. The corpus stays. Each kind then starts from settings that train; any of them can be
-    changed afterwards."""
+    warm-up, B, T); Kind → minGRU, sLSTM, mLSTM, selective SSM or linear attention that kind's preset's; back to RNN,
+    LSTM or GRU, the default recurrent preset's, with the kind chosen. The corpus stays. Each kind then starts from
+    settings that train; any of them can be changed afterwards."""
     state = st.session_state
     kind = state[key("kind")]
     current = LIVE_PRESETS.get(state.get(key("preset")), PRESETS[DEFAULT_PRESET])
@@ -349,17 +356,24 @@ def model_widgets() -> None:
         st.session_state.setdefault(key("block_size"), TRANSFORMER_DEFAULTS.config.block_size)
         cols = st.columns(2)
         cols[0].select_slider("Attention heads h", _with(HEAD_OPTIONS, st.session_state.get(key("n_head"))),
-                              key=key("n_head"), **KEEP, help="Each head is d = C / h wide; C must divide by h.")
+                              key=key("n_head"), **KEEP, help=HEADS_HELP["transformer"])
         cols[1].select_slider("Context (characters)", _with(CONTEXT_OPTIONS, st.session_state.get(key("block_size"))),
                               key=key("block_size"), **KEEP,
                               help="How far back one position can attend; windows of T ≤ this are trained.")
         st.caption(NO_CARRY)
     else:
+        kind = st.session_state.get(key("kind"))
+        if kind in HEADED_KINDS:
+            st.session_state.setdefault(key("n_head"), LIVE_PRESETS[FAMILY_PRESETS[kind]].config.n_head)
+            st.select_slider("Heads h", _with(HEAD_OPTIONS, st.session_state.get(key("n_head"))), key=key("n_head"),
+                             **KEEP, help=HEADS_HELP[kind])
         st.toggle("Learned embedding", key=key("embedding"), **KEEP,
                   help="Off feeds one-hot x_t: then W_xh x_t picks one column of W_xh, which is all an embedding "
                        "does.")
-        if st.session_state.get(key("kind")) == "mingru":
+        if kind == "mingru":
             st.caption(MINGRU_NOTE)
+        elif kind in STATE_KINDS:
+            st.caption(state_note(kind, base_config(kind).reset_state))
     single = st.session_state.get(key("layers"), 1) == 1
     if transformer:
         st.slider("Dropout", 0.0, 0.5, step=0.05, key=key("dropout"), **KEEP,

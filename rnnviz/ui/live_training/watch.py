@@ -5,6 +5,7 @@ step budget with the latest losses, the loss and gradient-norm curves, and the s
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,8 +14,9 @@ import streamlit as st
 
 from rnnviz.charlm.measured import CORPUS as MEASURED_CORPUS
 from rnnviz.charlm.measured import preset_marks, val_by_mark
-from rnnviz.charlm.presets import matching_preset
-from rnnviz.core.config import shape_label
+from rnnviz.charlm.presets import ALL_PRESETS, matching_preset
+from rnnviz.core.config import kind_label, shape_label
+from rnnviz.core.state_stack import STATE_KINDS
 from rnnviz.figures import live as figures
 from rnnviz.serving.live import LiveRun, Status, leaves_training_text
 from rnnviz.ui.kit.baselines import line_losses
@@ -232,6 +234,25 @@ def presets_at_the_same_seconds(run: LiveRun, bits: bool) -> None:
                       "Pause), so this run's own weights, at their steady rate, read higher than its row; the box "
                       "above the curve gives the cooled copy's figure once you pause." if run.settings.cool_down
                       else ""))
+        unraced = unraced_note(run.trainer.config.kind, preset, marks.val_at)
+        if unraced:
+            st.caption(unraced)
+
+
+def unraced_note(kind: str, preset: str | None, raced: Collection[str]) -> str:
+    """Why this run has no row of its own in the table: its preset, or any preset of its kind, was not in the race
+    (the sLSTM … linear attention presets were raced apart, beside the LSTM preset)."""
+    raced_kinds = {ALL_PRESETS[name].config.kind for name in raced if name in ALL_PRESETS}
+    if preset in raced:
+        return ""
+    where = (f" The {kind_label(kind)} preset's own race, 150 s beside the LSTM preset, is in bench/README.md "
+             "(kinds_speed, row kinds_150s)." if kind in STATE_KINDS else "")
+    if kind not in raced_kinds:
+        return (f"No {kind_label(kind)} was in this race, so the table has no figures for this kind: its rows are "
+                f"other kinds' presets, to read this run against.{where}")
+    if preset is not None:
+        return f"The preset {literal(preset)} was not in this race, so it has no row of its own here.{where}"
+    return ""
 
 
 def grad_curve(run: LiveRun, bits: bool) -> None:
