@@ -944,8 +944,8 @@ class RayRun:
         self.node = info["node"]
         self.exact_state = mirrored["state"]
         self.lost_at = None
-        said = (f"{lost:,} step{'s' if lost != 1 else ''} were lost and are trained again" if lost
-                else "no step shown here was lost")
+        said = ("no step shown here was lost" if not lost else "1 step was lost and is trained again" if lost == 1
+                else f"{lost:,} steps were lost and are trained again")
         run.notice = (f"The Ray worker training this run was lost at step {at:,} (its process or node died). Ray "
                       f"restarted it by itself from the checkpoint of step {back:,}: {said}.")
         run.status = Status.RUNNING
