@@ -30,26 +30,30 @@ def test_every_torch_load_uses_weights_only():
 
 
 def test_no_javascript_injection_switches():
-    """Streamlit runs JavaScript in two places only, both constant and with no user text: rnnviz.ui.app.browser's
-    script, and the instant chart's component (rnnviz/ui/kit/instant_chart.js, a file of the package), which puts
-    the data it is given into the page as text and attributes only, never as markup or code."""
+    """Streamlit runs JavaScript in three places only, all constant and with no user text: rnnviz.ui.app.browser's
+    script, and the two components of the kit (rnnviz/ui/kit/instant_chart.js and instant.js, files of the package),
+    which put the data they are given into the page as text and attributes only, never as markup or code (instant.js
+    draws equations with KaTeX, whose default leaves out every command that could write markup or a link)."""
     from rnnviz.ui.app import browser
-    from rnnviz.ui.kit import instant_chart
+    from rnnviz.ui.kit import instant, instant_chart
 
+    components = {"instant_chart.py": instant_chart, "instant.py": instant}
     for path in SOURCES:
         text = path.read_text()
         assert "components.html" not in text, path
-        if not (path.name == "instant_chart.py" and path.parent.name == "kit"):
+        if not (path.name in components and path.parent.name == "kit"):
             assert "components.v2" not in text, path
         if path.name == "browser.py" and path.parent.name == "app":
             assert text.count("unsafe_allow_javascript") == 1
             assert "st.html(SCRIPT, unsafe_allow_javascript=True)" in text
         else:
             assert "unsafe_allow_javascript" not in text, path
-    component = (ROOT / "rnnviz" / "ui" / "kit" / "instant_chart.js").read_text()
-    assert instant_chart._JS == component
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "srcdoc"):
-        assert sink not in component, sink
+    for name, module in components.items():
+        component = (ROOT / "rnnviz" / "ui" / "kit" / name.replace(".py", ".js")).read_text()
+        assert module._JS == component
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "srcdoc",
+                     "trust:"):
+            assert sink not in component, (name, sink)
     script = browser.SCRIPT
     # Built only from the module's literals: the title and the icon's path are all that is put into it.
     assert browser.SVG_TITLE in script and browser.ICON_PATH in script and "__" not in script
