@@ -23,10 +23,19 @@ follows (for the link and the other sections) is still in "median". Then the pag
 PROFILED_MOVES more moves run under CDP's sampling profiler, untimed: "the renderer's work" is where the renderer's
 main thread spent them (where_the_renderer_works), the evidence for what a row that misses the target waits for.
 
+A control that answers in the browser (rnnviz.ui.kit.instant: the hand-built and stacked steppers, the LSTM gates'
+step t, the clipping threshold) has "answered": the press to the frame after its view and every chart that follows
+it show the new stop, with no script run; the run that follows a quarter second later is its report to the server,
+counted in "median" (the page settled) but not waited for, and the row is on target by what was answered. A slider
+with ``drag`` is also dragged, button held: "drag" is the time from each pointer move to the frame that shows the
+redrawn figure, and the row says whether a script ran before the button was let go.
+
 `--largest` is not offered: the controls' largest sizes are set by the page's links (e.g. ``?K=300&H=64``), and
 CONTROLS names them where a row measures them.
 
 Usage: python -m bench browser_latency   (needs Debian's chromium; a few minutes)
+       python -m bench.browser_latency in-browser   (the controls that answer in the browser, and those that change
+       what they hold: row browser_latency_instant)
 """
 
 from __future__ import annotations
@@ -73,14 +82,21 @@ class Control:
     name: str  # the row's name
     # "slider" (→ on it, or ``press``), "button" (a click), "number" (a number input's +), "select" (a select box:
     # the next option), "radio" (the next option), "choice" (a segmented control or pills: the next button),
-    # "toggle" (a click on the switch or box)
+    # "toggle" (a click on the switch or box); a control that answers in the browser (rnnviz.ui.kit.instant):
+    # "stepper" (a click on its button ``press``: "step", "back", "first" or "end"; several, in turn, as "first,end")
+    # or "instant" (its slider: → on it, or ``press``)
     kind: str
     # The widget's key: its block is ``.st-key-{key}``. Several keys, or a key ending in "*" (every key that starts
     # so), name a row of buttons (First and End, the presets, "Show"): one is clicked per move, in turn.
     key: str | tuple[str, ...]
     press: str = "ArrowRight"  # the key that moves a slider (ArrowLeft where the default sits near the top)
+    drag: bool = False  # also drag the slider's thumb, button held: each move's time to the redrawn figure
     opens: str | None = None  # text of a popover's button or an expander's title, clicked (untimed) when it is shut
     skip: str | None = None  # a select box's options that hold this text are not chosen
+
+    @property
+    def answers_in_browser(self) -> bool:
+        return self.kind in ("stepper", "instant")
 
     def block(self, page, move: int = 0):
         if isinstance(self.key, tuple) or self.key.endswith("*"):
@@ -97,26 +113,26 @@ SENTENCE_END = 51  # the hidden-state page's default sentence has 52 characters
 # several controls share one code path (the hand-built RNN's 15 weights, the LSTM gates' presets, the explorer's
 # "Show" buttons), one row stands for them. The first thirteen are the rows of the issue's first table.
 CONTROLS = [
-    Control(HAND_BUILT, "Hand-built RNN: Step", "button", "handbuilt_step_forward"),
+    Control(HAND_BUILT, "Hand-built RNN: Step", "stepper", "handbuilt_step", press="step"),
     Control("unrolling-bptt", "Unrolling: Steps T", "slider", "unroll_steps"),
     Control("unrolling-bptt", "Unrolling: Hidden size H", "slider", "unroll_hidden"),
     Control("truncated-bptt", "Truncated BPTT: Chunk length K", "slider", "tbptt_view_chunk"),
     Control("truncated-bptt", "Truncated BPTT: Loss at step t", "slider", "tbptt_position"),
-    Control("stacked-rnns", "Stacked RNNs: Step", "button", "stacked_step_forward"),
-    Control("gradient-decay?section=powers", "Gradient decay (powers): σ₁", "slider", "gradient_decay_sigma"),
+    Control("stacked-rnns", "Stacked RNNs: Step", "stepper", "stacked_step", press="step"),
+    Control("gradient-decay?section=powers", "Gradient decay (powers): σ₁", "slider", "gradient_decay_sigma",
+            drag=True),
     Control("gradient-decay?section=tanh", "Gradient decay (tanh′): σ₁", "slider", "gradient_decay_sigma"),
     Control("gradient-decay?section=sum", "Gradient decay (per-step sum): K", "slider", "gradient_decay_steps"),
     Control("gradient-decay?section=lstm", "Gradient decay (LSTM path): b_f", "slider", "gradient_decay_forget_bias",
-            press="ArrowLeft"),
+            press="ArrowLeft", drag=True),
     Control("lstm-gates", "LSTM gates: forget gate f", "slider", "lstm_gates_f"),
     Control("hidden-state", "Hidden state: t", "slider", "hidden_state_t"),
     Control("hidden-cell-explorer", "Explorer: Unit +", "number", "explorer_unit"),
     # Home: the shared sidebar's seed and the presenting switch at the top of every page
     Control("", "Home: Seed +", "number", "seed"),
     Control("", "Home: Presenting", "toggle", "presenting"),
-    Control(f"{HAND_BUILT}&t=10", "Hand-built RNN: Back", "button", "handbuilt_step_back"),
-    Control(f"{HAND_BUILT}&t=5", "Hand-built RNN: First, End", "button", ("handbuilt_step_first",
-            "handbuilt_step_end")),
+    Control(f"{HAND_BUILT}&t=10", "Hand-built RNN: Back", "stepper", "handbuilt_step", press="back"),
+    Control(f"{HAND_BUILT}&t=5", "Hand-built RNN: First, End", "stepper", "handbuilt_step", press="first,end"),
     Control(HAND_BUILT, "Hand-built RNN: Nonlinearity", "choice", "handbuilt_phi"),
     Control(HAND_BUILT, "Hand-built RNN: a weight + (any of 15)", "number", "handbuilt_w_xh_0",
             opens="Edit the weights"),
@@ -127,7 +143,9 @@ CONTROLS = [
     Control("truncated-bptt", "Truncated BPTT: Sequence length L", "slider", "tbptt_length"),
     Control("truncated-bptt", "Truncated BPTT: Training steps per run", "slider", "tbptt_steps"),
     Control("truncated-bptt", "Truncated BPTT: Chunk lengths K to train", "choice", "tbptt_chunks"),
-    Control("stacked-rnns?cell_step=8", "Stacked RNNs: Back", "button", "stacked_step_back"),
+    # (six words, twelve cells: the timed and the profiled moves each step back)
+    Control("stacked-rnns?words=the+cat+sat+on+the+mat&cell_step=12", "Stacked RNNs: Back", "stepper",
+            "stacked_step", press="back"),
     Control("stacked-rnns", "Stacked RNNs: Cell", "choice", "stacked_kind"),
     Control("stacked-rnns", "Stacked RNNs: Layers", "slider", "stacked_layers"),
     Control("stacked-rnns", "Stacked RNNs: Computation order", "radio", "stacked_order"),
@@ -147,8 +165,8 @@ CONTROLS = [
             "gradient_decay_input_weight", opens="More:"),
     Control("gradient-decay?section=sum", "Gradient decay (per-step sum): log scale", "toggle",
             "gradient_decay_log_bars"),
-    Control("gradient-decay?section=clipping", "Gradient decay (clipping): threshold θ", "slider",
-            "gradient_decay_threshold"),
+    Control("gradient-decay?section=clipping", "Gradient decay (clipping): threshold θ", "instant",
+            "gradient_decay_threshold", drag=True),
     Control("gradient-decay?section=clipping", "Gradient decay (clipping): learning rate", "slider",
             "gradient_decay_lr"),
     Control("lstm-gates", "LSTM gates: input gate i", "slider", "lstm_gates_i", press="ArrowLeft"),
@@ -157,7 +175,7 @@ CONTROLS = [
             press="ArrowLeft"),
     Control("lstm-gates", "LSTM gates: a preset (any of 4)", "button", "lstm_gates_preset_*"),
     Control("lstm-gates", "LSTM gates: H, hidden size", "slider", "lstm_gates_hidden"),
-    Control("lstm-gates", "LSTM gates: step t", "slider", "lstm_gates_step", press="ArrowLeft"),
+    Control("lstm-gates", "LSTM gates: step t", "instant", "lstm_gates_step", press="ArrowLeft", drag=True),
     # (not the Tiny Shakespeare model: without the corpus on disk, choosing it sends the box back to the model before)
     Control("lstm-gates", "LSTM gates: model", "select", "lstm_gates_model", skip="tiny-shakespeare"),
     Control("lstm-gates", "LSTM gates: text", "radio", "lstm_gates_text_source"),
@@ -179,8 +197,9 @@ CONTROLS = [
 
 # Also notes when the figure first shows the move: a new plotly drawing (its .main-svg added under the document), or
 # an instant chart (kit.instant_chart, in its own shadow root, which the document's observers do not see) naming a
-# new stop.
-ARM = """() => { window.__bench.pressed = null; window.__bench.figure = null;
+# new stop. For a control that answers in the browser (kit.instant, its key given), also when it has answered: the
+# frame after its view and every chart that follows it show the same new stop.
+ARM = """(key) => { window.__bench.pressed = null; window.__bench.figure = null; window.__bench.answered = null;
     const figureNow = () => { if (window.__bench.pressed !== null) window.__bench.figure ??= performance.now(); };
     window.__benchFigureWatch?.forEach(watch => watch.disconnect());
     const plotly = new MutationObserver(records => {
@@ -193,6 +212,23 @@ ARM = """() => { window.__bench.pressed = null; window.__bench.figure = null;
             watch.observe(host.shadowRoot.querySelector('.instant-chart'),
                           {attributes: true, attributeFilter: ['data-shown']});
             return watch; })];
+    const root = key && document.querySelector(`.st-key-${key}_instant .rnnviz-instant`);
+    if (root) {
+        const before = root.dataset.shown;
+        const charts = () => [...document.querySelectorAll(`[class*="st-key-${key}_figure_"] .stPlotlyChart`)];
+        const answered = () => {
+            const b = window.__bench;
+            if (b.pressed === null || b.answered !== null || root.dataset.shown === before) return;
+            if (charts().every(chart => chart.dataset.instantShown === root.dataset.shown)) {
+                figureNow();
+                requestAnimationFrame(() => { b.answered ??= performance.now(); });
+            }
+        };
+        const watch = new MutationObserver(answered);
+        watch.observe(root, {attributes: true, attributeFilter: ['data-shown']});
+        charts().forEach(chart => watch.observe(chart, {attributes: true, attributeFilter: ['data-instant-shown']}));
+        window.__benchFigureWatch.push(watch);
+    }
     for (const chart of document.querySelectorAll('.js-plotly-plot')) chart.__benchSeen = true;
     for (const kind of ["keydown", "pointerdown"])
         document.addEventListener(kind, () => { window.__bench.pressed ??= performance.now(); },
@@ -216,7 +252,8 @@ SETTLED = """(settledMs) => {
     const charts = [...document.querySelectorAll('.js-plotly-plot')];
     return [(b.last - b.pressed) / 1000, (Math.max(...ended) - b.pressed) / 1000,
             (Math.min(...started) - b.pressed) / 1000, charts.filter(chart => !chart.__benchSeen).length,
-            b.figure === null ? null : (b.figure - b.pressed) / 1000];
+            b.figure === null ? null : (b.figure - b.pressed) / 1000,
+            b.answered === null ? null : (b.answered - b.pressed) / 1000];
 }"""
 
 
@@ -228,6 +265,7 @@ class Move:
     run_started_s: float
     charts: int
     figure_s: float | None  # the press to the figure first showing the move (None: no figure changed)
+    answered_s: float | None  # a control that answers in the browser: the press to its view and figures showing it
     busy_s: float
 
 
@@ -249,11 +287,21 @@ WAIT_SETTLED = f"""async ([settledMs, timeoutMs]) => {{
 }}"""
 
 
+# What the page is waiting for, for the message of a move that never settled.
+WHY_NOT_SETTLED = """() => {
+    const b = window.__bench, app = document.querySelector("[data-testid='stApp']");
+    return JSON.stringify({pressed: b.pressed, states: b.states.filter(([, at]) => at >= (b.pressed ?? 0)).slice(-6),
+        now: app.getAttribute("data-test-script-state"), quiet_ms: Math.round(performance.now() - b.last),
+        undrawn: [...document.querySelectorAll("[data-testid='stPlotlyChart']")]
+            .filter(chart => chart.querySelector('.main-svg') === null).length});
+}"""
+
+
 def _settled(page, cdp, busy_before: float, timeout_s: float = 60.0) -> Move:
     """The move that was pressed: when the page settled, the run's start and end, charts built, renderer work."""
     elapsed = page.evaluate(WAIT_SETTLED, [SETTLED_MS, timeout_s * 1000])
     if elapsed is None:
-        raise TimeoutError(f"the page did not settle within {timeout_s:.0f} s")
+        raise TimeoutError(f"the page did not settle within {timeout_s:.0f} s: {page.evaluate(WHY_NOT_SETTLED)}")
     # The quiet wait's timer adds a little task time of its own (about 1 ms): counted, not subtracted.
     return Move(*elapsed, busy_s=_busy_s(cdp) - busy_before)
 
@@ -295,16 +343,22 @@ def _move(page, cdp, control: Control, move: int = 0) -> Move:
     until the page has settled. The clock starts at the press that changes the value: opening a select box's list
     is not timed, choosing from it is."""
     page.wait_for_selector(APP_IDLE)
+    watched = control.key if control.answers_in_browser else None
     block = control.block(page, move)
     if control.opens and not block.is_visible():
         page.locator("button, summary").filter(has_text=control.opens).first.click()
         block.wait_for(state="visible")
     _bring_into_view(page, block)
-    page.evaluate(ARM)
-    if control.kind == "slider":
+    page.evaluate(ARM, watched)
+    if control.kind == "stepper":
+        presses = control.press.split(",")
+        button = block.locator(f"button[data-move='{presses[move % len(presses)]}']")
+        busy_before = _busy_s(cdp)
+        button.click()
+    elif control.kind in ("slider", "instant"):
         thumb = block.get_by_role("slider").first
         thumb.focus()
-        page.evaluate(ARM)  # focusing can itself be a key or pointer event in some builds: arm again
+        page.evaluate(ARM, watched)  # focusing can itself be a key or pointer event in some builds: arm again
         now, low, high = (float(x) for x in thumb.evaluate("range => [range.value, range.min, range.max]"))
         press = control.press
         if (press == "ArrowRight" and now >= high) or (press == "ArrowLeft" and now <= low):  # at its end: back
@@ -323,7 +377,7 @@ def _move(page, cdp, control: Control, move: int = 0) -> Move:
             field = block.locator("input")
             value, step, high = (float(x or "inf") for x in field.evaluate("box => [box.value, box.step, box.max]"))
             field.fill(f"{value + step if value + step <= high else value - step:g}")
-            page.evaluate(ARM)
+            page.evaluate(ARM, watched)
             busy_before = _busy_s(cdp)
             field.press("Enter")
     elif control.kind == "select":
@@ -339,7 +393,7 @@ def _move(page, cdp, control: Control, move: int = 0) -> Move:
         if following == current:
             raise RuntimeError(f"{control.name}: no other option than {current!r} in {texts}")
         option = page.get_by_role("option", name=following, exact=True).first
-        page.evaluate(ARM)
+        page.evaluate(ARM, watched)
         busy_before = _busy_s(cdp)
         option.click()
     elif control.kind == "radio":
@@ -367,10 +421,95 @@ def _idle_rerun(page, cdp) -> Move:
     """The page's rerun with nothing changed: the "r" shortcut, with the focus on no control."""
     page.wait_for_selector(APP_IDLE)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
-    page.evaluate(ARM)
+    page.evaluate(ARM, None)
     busy_before = _busy_s(cdp)
     page.keyboard.press("r")
     return _settled(page, cdp, busy_before)
+
+
+# While a slider's thumb is dragged, button held: when each pointer move came, when the figure showed a new stop (the
+# frame after: a control of kit.instant with its view and charts agreeing, or an instant chart naming a new stop),
+# and the app's script states meanwhile.
+DRAG_WATCH = """(key) => {
+    const d = window.__drag = {moves: [], redraws: [], states: []};
+    document.addEventListener('pointermove', () => d.moves.push(performance.now()), {capture: true});
+    const app = document.querySelector("[data-testid='stApp']");
+    new MutationObserver(() => d.states.push(app.getAttribute('data-test-script-state')))
+        .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+    const redrawn = () => requestAnimationFrame(() => d.redraws.push(performance.now()));
+    const root = key && document.querySelector(`.st-key-${key}_instant .rnnviz-instant`);
+    if (root) {
+        const charts = [...document.querySelectorAll(`[class*="st-key-${key}_figure_"] .stPlotlyChart`)];
+        let last = root.dataset.shown;
+        const watch = new MutationObserver(() => {
+            if (root.dataset.shown !== last && charts.every(c => c.dataset.instantShown === root.dataset.shown)) {
+                last = root.dataset.shown;
+                redrawn();
+            }
+        });
+        watch.observe(root, {attributes: true, attributeFilter: ['data-shown']});
+        charts.forEach(chart => watch.observe(chart, {attributes: true, attributeFilter: ['data-instant-shown']}));
+        return;
+    }
+    [...document.querySelectorAll('.stBidiComponent *')]
+        .filter(host => host.shadowRoot && host.shadowRoot.querySelector('.instant-chart'))
+        .forEach(host => new MutationObserver(redrawn).observe(host.shadowRoot.querySelector('.instant-chart'),
+                                                               {attributes: true, attributeFilter: ['data-shown']}));
+}"""
+DRAG_MOVES = 6
+
+
+def _drag(page, control: Control) -> dict:
+    """Drag the control's slider thumb over DRAG_MOVES pointer moves, button held: for each move that changed the
+    stop, the time from the pointer move to the frame that shows the redrawn figure; and whether a script ran
+    before the button was let go (a Streamlit slider sends its value only then; kit.instant reports it then)."""
+    page.wait_for_selector(APP_IDLE)
+    block = control.block(page)
+    _bring_into_view(page, block)
+    page.evaluate(DRAG_WATCH, control.key if control.answers_in_browser else None)
+    # kit.instant's slider is a range input the pointer drags along its whole width; a Streamlit slider's range input
+    # is hidden inside the thumb it draws (react-aria), which the pointer takes hold of.
+    geometry = block.get_by_role("slider").first.evaluate("""input => {
+        const mine = input.classList.contains('rnnviz-instant-range');
+        const thumb = mine ? input : input.parentElement.parentElement;
+        const r = thumb.getBoundingClientRect(), track = (mine ? input : thumb.parentElement).getBoundingClientRect();
+        return {x: r.x, y: r.y, width: r.width, height: r.height, mine, left: track.left, right: track.right,
+                value: +input.value, low: +input.min, high: +input.max}; }""")
+    now, low, high = geometry["value"], geometry["low"], geometry["high"]
+    if geometry["mine"]:  # one stop per move; the thumb's centre runs from half a thumb (8 px) in from either end
+        stops = max(high - low, 1)
+        x = geometry["x"] + 8 + (geometry["width"] - 16) * (now - low) / stops
+        step = (geometry["width"] - 16) / stops
+    else:  # a few stops per move
+        x = geometry["x"] + geometry["width"] / 2
+        step = 12
+    direction = 1 if now - low <= high - now else -1
+    y = geometry["y"] + geometry["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    latencies = []
+    for _ in range(DRAG_MOVES):
+        if not geometry["left"] < x + direction * step < geometry["right"]:  # at an end of the track: back
+            direction = -direction
+        x += direction * step
+        seen = page.evaluate("() => window.__drag.redraws.length")
+        page.mouse.move(x, y)
+        try:
+            page.wait_for_function(f"() => window.__drag.redraws.length > {seen}", timeout=2_000)
+        except Exception:  # noqa: BLE001 (a move within the same stop redraws nothing)
+            continue
+        drag = page.evaluate("() => window.__drag")
+        redraw = drag["redraws"][-1]
+        moved = max(t for t in drag["moves"] if t <= redraw)
+        latencies.append((redraw - moved) / 1000)
+    held = page.evaluate("() => window.__drag.states")
+    page.mouse.up()
+    page.wait_for_timeout(100)
+    page.wait_for_selector(APP_IDLE, timeout=60_000)
+    if not latencies:
+        return {"error": "no redraw while dragging"}
+    return {"median_s": round(statistics.median(latencies), 3), "worst_s": round(max(latencies), 3),
+            "redraws": len(latencies), "runs_while_held": held.count("running")}
 
 
 PROFILED_MOVES = 3  # after the timed moves, with the sampling profiler on (it slows the renderer: not timed)
@@ -435,6 +574,14 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f}"
 
 
+def _drag_cell(drag: dict | None) -> str:
+    if drag is None:
+        return "–"
+    if "error" in drag:
+        return drag["error"]
+    return f"{_ms(drag['median_s'])} ({_ms(drag['worst_s'])})"
+
+
 def _step_of_live_run(tab) -> int:
     """The step a session's live run has reached, read on its live page."""
     metric = tab.locator("[data-testid='stMetric']").filter(has_text="Step").first
@@ -490,6 +637,7 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
             idle_busy = statistics.median(m.busy_s for m in reruns)
             try:
                 moves = [_move(page, cdp, control, move) for move in range(MOVES)]
+                drag = _drag(page, control) if control.drag else None
                 if page.locator("[data-testid='stException']").count():
                     raise RuntimeError(f"{control.name} raised an exception")
                 # On the page opened anew: a stepper has used its range in the timed moves (Back from the last cell).
@@ -497,8 +645,8 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
                 shares, profile_line = _profiled_moves(page, cdp, control, 0)
             except Exception as err:  # noqa: BLE001 (one control that cannot be measured is a row that says so)
                 results[control.name] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"}
-                rows.append([control.name, "error", "", "", "", "", "", "", "", "", results[control.name]["error"],
-                             "", "no"])
+                rows.append([control.name, "error", "", "", "", "", "", "", "", "", "", "",
+                             results[control.name]["error"], "", "no"])
                 print(f"  {control.name}: {results[control.name]['error']}", flush=True)
                 page.close()
                 continue
@@ -513,6 +661,11 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
             figures = [m.figure_s for m in moves if m.figure_s is not None]
             figure = statistics.median(figures) if len(figures) == len(moves) else None
             waits = "the browser" if busy >= settled - busy else "the server"
+            answers = [m.answered_s for m in moves if m.answered_s is not None]
+            answered = statistics.median(answers) if control.answers_in_browser and len(answers) == len(moves) \
+                else None
+            # What a user waits for: the move answered in the browser, or else the page settled after the run.
+            waited, waited_worst = (answered, max(answers)) if answered is not None else (settled, worst)
             results[control.name] = {
                 "median_s": round(settled, 3), "worst_s": round(worst, 3), "idle_rerun_s": round(idle, 3),
                 "idle_rerun_busy_s": round(idle_busy, 3),
@@ -522,19 +675,28 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
                 "figure_shown_s": None if figure is None else round(figure, 3),
                 "renderer_work": shares,
                 "moves_s": [round(m.settled_s, 3) for m in moves]}
-            rows.append([control.name, "–" if figure is None else _ms(figure), _ms(settled), _ms(worst),
+            if answered is not None:  # the run that follows is the report of the move, afterwards
+                results[control.name].update(answered_s=round(answered, 3), answered_worst_s=round(max(answers), 3),
+                                             answered_moves_s=[round(a, 3) for a in answers])
+            if drag is not None:
+                results[control.name]["drag"] = drag
+            rows.append([control.name, "–" if figure is None else _ms(figure),
+                         "–" if answered is None else f"{_ms(answered)} ({_ms(max(answers))})",
+                         _drag_cell(drag), _ms(settled), _ms(worst),
                          f"{_ms(idle)} ({_ms(idle_busy)})",
                          _ms(started), _ms(ended - started), _ms(max(0.0, settled - ended)),
                          f"{charts:g}", _ms(busy), waits, profile_line,
-                         "yes" if settled <= TARGET_MEDIAN_S and worst <= TARGET_P95_S else "no"])
-            print(f"  {control.name}: {settled * 1000:.0f} ms median", flush=True)
+                         "yes" if waited <= TARGET_MEDIAN_S and waited_worst <= TARGET_P95_S else "no"])
+            print(f"  {control.name}: {waited * 1000:.0f} ms median"
+                  f"{' (answered in the browser)' if answered is not None else ''}", flush=True)
         steps = [_step_of_live_run(tab) for tab in trainers]  # the runs trained all along, or this says not
         browser.close()
     print_table(f"Lesson controls in Chromium{f' while {training} live runs train' if training else ''}: ms from the "
                 f"press to the figure first showing the move, and to the page settled ({MOVES} moves to new values; "
                 f"target median ≤ {TARGET_MEDIAN_S * 1000:.0f}, p95 ≤ {TARGET_P95_S * 1000:.0f}); medians of the "
                 "request, the run, the drawing after it, the charts built anew and the browser's main-thread work",
-                ["control", "figure shown", "median", "worst", "page rerun (busy)", "request", "run", "drawn after",
+                ["control", "figure shown", "answered (worst)", "drag (worst)", "median", "worst",
+                 "page rerun (busy)", "request", "run", "drawn after",
                  "charts",
                  "browser busy", "waits for", "renderer's work (profile)", "on target"], rows)
     if training:
@@ -547,3 +709,27 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
 
 def run() -> dict:
     return measure()
+
+
+# The controls that answer in the browser (kit.instant, kit.instant_chart), and those that change what such a control
+# holds (their server run now makes every stop): the row browser_latency_instant.
+RESTOPPING = {"Hand-built RNN: Nonlinearity", "Hand-built RNN: a weight + (any of 15)", "Stacked RNNs: Cell",
+              "Stacked RNNs: Layers", "LSTM gates: H, hidden size", "Gradient decay (clipping): learning rate"}
+IN_BROWSER = [control for control in CONTROLS
+              if control.answers_in_browser or control.drag or control.name in RESTOPPING]
+
+
+def run_in_browser() -> dict:
+    return measure(IN_BROWSER)
+
+
+if __name__ == "__main__":  # python -m bench.browser_latency in-browser: those controls alone, in their own row
+    import sys
+
+    from bench.__main__ import write_row
+
+    if sys.argv[1:] != ["in-browser"]:
+        raise SystemExit("usage: python -m bench.browser_latency in-browser   (all controls: python -m bench "
+                         "browser_latency)")
+    load = os.getloadavg()[0]
+    write_row("browser_latency_instant", run_in_browser(), load)

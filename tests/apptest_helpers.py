@@ -60,10 +60,51 @@ def instant_numbers(at: AppTest, key: str) -> dict[str, str]:
 
 
 def shown_numbers(at: AppTest) -> dict[str, str]:
-    """Every number the page shows with a label: its st.metric values and the numbers under its instant charts."""
+    """Every number the page shows with a label: its st.metric values, the numbers under its instant charts, and those
+    under its controls that answer in the browser."""
     import json
 
     shown = {metric.label: metric.value for metric in at.metric}
-    for chart in at.get("bidi_component"):
-        shown.update(_numbers_at_value(json.loads(chart.proto.json)))
+    for component in at.get("bidi_component"):
+        data = json.loads(component.proto.json)
+        if "views" in data:  # a control that answers in the browser: the numbers under it at the server's stop
+            shown.update({label: value for block in data["views"][data["index"]] for label, value in
+                          block.get("metrics", [])})
+        else:
+            shown.update(_numbers_at_value(data))
     return shown
+
+
+def instant_control(at: AppTest, key: str) -> dict:
+    """The data a control that answers in the browser (rnnviz.ui.kit.instant) with session key ``key`` sent to it:
+    every stop's blocks, the stop the server is at ("index"), the control's caption or label."""
+    import json
+
+    views = [el for el in at.get("bidi_component") if el.proto.id.endswith(f"-{key}_instant")]
+    assert len(views) == 1, [el.proto.id for el in at.get("bidi_component")]
+    return json.loads(views[0].proto.json)
+
+
+def _block_texts(block: dict) -> list[str]:
+    if "metrics" in block:
+        return [f"{label} {value}" for label, value in block["metrics"]]
+    if "columns" in block:
+        return [text for part in block["columns"] for inner in part for text in _block_texts(inner)]
+    return [str(block.get("latex", block.get("text", block.get("caption", ""))))]
+
+
+def instant_shown(at: AppTest, key: str) -> tuple[dict[str, str], str]:
+    """What the control ``key`` shows at the server's stop, as the browser draws it: its numbers ({label: value}) and
+    all its text (the stepper's caption, equations, sentences, alerts), joined."""
+    data = instant_control(at, key)
+    blocks = data["views"][data["index"]]
+    numbers = {label: value for block in blocks for label, value in block.get("metrics", [])}
+    caption = data["control"].get("caption", "").replace("{step}", data["labels"][data["index"]])
+    return numbers, "\n".join([caption, *(text for block in blocks for text in _block_texts(block))])
+
+
+def move_instant(at: AppTest, key: str, value) -> AppTest:
+    """Move the control ``key`` to the stop ``value`` as the browser reports a move: the value lands in the session's
+    state, and the page runs."""
+    at.session_state[key] = value
+    return at.run()

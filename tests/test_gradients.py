@@ -11,7 +11,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from rnnviz.core.cells import lstm_cell, rnn_cell
 from rnnviz.figures.gradients import sci
 from rnnviz.lessons import gradients
-from tests.apptest_helpers import open_page, shown_numbers
+from tests.apptest_helpers import instant_control, instant_shown, move_instant, open_page, shown_numbers
 
 SMALL = gradients.TanhRNNConfig(hidden=5, sigma=1.05, steps=7, input_size=3, seed=3)
 
@@ -267,7 +267,7 @@ def test_page_shows_the_lecture_numbers_and_follows_sigma_into_the_link():
     assert _metric(at, "measured ‖W_hhᴷ v‖ after K = 150") == "1.51·10³"
     at.segmented_control(key="gradient_decay_section").set_value("clipping").run()  # one section at a time
     assert _metric(at, "cos(raw g, clipped g)") == "1.000"
-    assert any("Without clipping, the run blew up" in w.value for w in at.warning)
+    assert "Without clipping, the run blew up" in instant_shown(at, "gradient_decay_threshold")[1]
     at.segmented_control(key="gradient_decay_section").set_value("lstm").run()
     before = _metric(at, "‖∂h_T/∂h_k‖ at T − k = 150, tanh RNN")
     at.slider(key="gradient_decay_sigma").set_value(0.95).run()
@@ -278,6 +278,22 @@ def test_page_shows_the_lecture_numbers_and_follows_sigma_into_the_link():
     assert float(_metric(at, "mean forget gate f_t")) > 0.95
     at.segmented_control(key="gradient_decay_section").set_value("powers").run()
     assert _metric(at, "measured ‖W_hhᴷ v‖ after K = 150") == "4.56·10⁻⁴"
+
+
+def test_the_clipping_threshold_sends_both_runs_at_every_theta_for_the_browser_to_pick():
+    """Section 4's θ slider answers in the browser: the page holds, for every θ, what the engine's two runs at that
+    θ say, and a move (as the browser reports it) lands in the session and the address."""
+    at = open_page("app_pages/gradient_decay.py", query={"section": "clipping"})
+    data = instant_control(at, "gradient_decay_threshold")
+    assert data["labels"] == ["0.1", "0.25", "0.5", "1", "2", "5", "10"] and data["param"] == "theta"
+    config = gradients.ClipConfig(lr=1.0)
+    for threshold, blocks in zip((0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0), data["views"], strict=True):
+        run = gradients.train_for_clipping(config, threshold)
+        numbers = {label: value for block in blocks for label, value in block.get("metrics", [])}
+        assert numbers["steps clipped"] == f"{run.clipped_steps} of {len(run.grad_norms)}", threshold
+    move_instant(at, "gradient_decay_threshold", 0.25)
+    assert not at.exception and at.query_params["theta"] == "0.25"
+    assert "With clipping at θ = 0.25" in instant_shown(at, "gradient_decay_threshold")[1]
 
 
 def test_page_restores_sigma_and_k_from_a_link_and_rejects_bad_values():

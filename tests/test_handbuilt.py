@@ -16,7 +16,7 @@ from rnnviz.lessons.handbuilt import (
     run_handbuilt,
     truth_table,
 )
-from tests.apptest_helpers import open_page, page_text
+from tests.apptest_helpers import instant_control, instant_shown, move_instant, open_page, page_text
 
 PAGE = "app_pages/hand_built_rnn.py"
 
@@ -99,34 +99,54 @@ def test_quiz_scores_each_state_value():
 
 # --- The page --------------------------------------------------------------------------------------------
 
+STEP = "handbuilt_step"
+
+
 def _metrics(at):
-    return {m.label: m.value for m in at.metric}
+    """The step's numbers under the stepper (kit.instant draws them in the browser from what the server sent)."""
+    return instant_shown(at, STEP)[0]
+
+
+def _text(at):
+    return page_text(at) + "\n" + instant_shown(at, STEP)[1]
 
 
 def test_page_steps_to_y_equal_one_after_five_steps():
     at = open_page(PAGE)
     assert not at.exception
     assert _metrics(at)["$h_0$"] == "(0, 0, 1)"
-    for _ in range(5):
-        at.button(key="handbuilt_step_forward").click().run()
+    for t in range(1, 6):
+        move_instant(at, STEP, t)
     assert not at.exception
     shown = _metrics(at)
     assert shown["$x_{5}$"] == "1"
     assert shown["$h_{4}$"] == "(1, 0, 1)"
     assert shown["$h_{5}$"] == "(1, 1, 1)"
     assert shown["$y_{5}$"] == "1"
-    text = page_text(at)
+    text = _text(at)
     assert r"\operatorname{ReLU}(1) = 1" in text  # the readout, written out
     assert "t = 5** of 9" in text
     assert at.query_params["t"] == "5" and at.query_params["bits"] == "010111011"  # the shareable link
 
-    at.button(key="handbuilt_step_back").click().run()
+    move_instant(at, STEP, 4)
     assert _metrics(at)["$y_{4}$"] == "0"
-    at.button(key="handbuilt_step_end").click().run()
+    move_instant(at, STEP, 9)
     assert _metrics(at)["$h_{9}$"] == "(1, 1, 1)"
-    at.button(key="handbuilt_step_first").click().run()
+    move_instant(at, STEP, 0)
     assert _metrics(at) == {"$t$": "0", "$h_0$": "(0, 0, 1)"}  # t = 0: only the initial state, nothing read yet
-    assert "t = 0** of 9" in page_text(at) and at.query_params["t"] == "0"
+    assert "t = 0** of 9" in _text(at) and at.query_params["t"] == "0"
+
+
+def test_every_step_is_sent_with_the_page_for_the_browser_to_pick():
+    """The stepper answers in the browser: the page holds every step's numbers, each as worked out by hand for the
+    bits 0110 (unit 1 holds x_t, unit 2 x_{t−1}, unit 3 the constant 1; y_t = x_t AND x_{t−1})."""
+    at = open_page(PAGE, query={"bits": "0110", "t": "1"})
+    data = instant_control(at, STEP)
+    assert data["labels"] == ["0", "1", "2", "3", "4"] and data["param"] == "t" and data["index"] == 1
+    by_hand = {1: ("(0, 0, 1)", "0"), 2: ("(1, 0, 1)", "0"), 3: ("(1, 1, 1)", "1"), 4: ("(0, 1, 1)", "0")}
+    for t, (h_t, y_t) in by_hand.items():
+        shown = {label: value for block in data["views"][t] for label, value in block.get("metrics", [])}
+        assert (shown[f"$h_{{{t}}}$"], shown[f"$y_{{{t}}}$"]) == (h_t, y_t), t
 
 
 def test_page_restores_bits_and_step_from_a_link_and_rejects_bad_bits():
@@ -151,22 +171,22 @@ def test_page_reports_where_edited_weights_fail_and_tanh_decimals():
     assert "exactly, with clean 0s and 1s" in " ".join(s.value for s in at.success)
 
     at.segmented_control(key="handbuilt_phi").set_value("tanh").run()
-    at.button(key="handbuilt_step_forward").click().run()
-    at.button(key="handbuilt_step_forward").click().run()
+    move_instant(at, STEP, 2)
     # h_1 = tanh((0, 0, 1)) = (0, 0, 0.762), so a_2 = (1, 0, 0.762) and h_2 = (tanh 1, 0, tanh(tanh 1)).
     assert _metrics(at)["$h_{2}$"] == "(0.76, 0, 0.64)"
-    assert r"\begin{bmatrix}0.762 \\ 0 \\ 0.642\end{bmatrix}" in page_text(at)  # three decimals in the equations
+    assert r"\begin{bmatrix}0.762 \\ 0 \\ 0.642\end{bmatrix}" in _text(at)  # three decimals in the equations
 
 
 def test_quiz_hides_h_t_until_the_guess_is_scored():
     at = open_page(PAGE)
     at.toggle(key="handbuilt_quiz").set_value(True).run()
-    at.button(key="handbuilt_step_forward").click().run()
-    at.button(key="handbuilt_step_forward").click().run()
+    assert instant_control(at, STEP)["browser"] is False  # each step waits for the server, which hides h_t
+    move_instant(at, STEP, 1)
+    move_instant(at, STEP, 2)
     assert _metrics(at)["$h_{2}$"] == "?"
     at.number_input(key="handbuilt_guess_0").set_value(1.0).run()
     at.number_input(key="handbuilt_guess_2").set_value(1.0).run()
     at.button(key="handbuilt_check_guess").click().run()
     assert not at.exception
     assert _metrics(at)["$h_{2}$"] == "(1, 0, 1)"
-    assert any("3 of 3 right" in s.value for s in at.success)
+    assert "3 of 3 right" in _text(at)

@@ -89,10 +89,12 @@ APP_CSS_APPLIED = """() => getComputedStyle(document.documentElement)
     .getPropertyValue('--rnnviz-css').trim() === 'applied'"""
 
 # Streamlit loads plotly lazily: a chart's element exists a moment before plotly has drawn into it. An instant chart
-# (rnnviz.ui.kit.instant_chart, a component in its own shadow root) has drawn once it names the stop it shows.
+# (rnnviz.ui.kit.instant_chart, a component in its own shadow root) has drawn once it names the stop it shows, and so
+# has a control that answers in the browser (rnnviz.ui.kit.instant, in the page's own tree).
 CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stPlotlyChart']")]
     .every(chart => chart.querySelector('.main-svg') !== null)
-  && [...document.querySelectorAll('.stBidiComponent')].every(component => [...component.querySelectorAll('*')]
+  && [...document.querySelectorAll('.stBidiComponent')].every(component =>
+    component.querySelector('.rnnviz-instant[data-shown]') !== null || [...component.querySelectorAll('*')]
     .some(host => host.shadowRoot && host.shadowRoot.querySelector('.instant-chart[data-shown]') !== null))"""
 
 

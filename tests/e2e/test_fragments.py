@@ -27,8 +27,9 @@ CONTROLS = [
     ("truncated-bptt", ("slider", "Chunk length K"), 0),
     # The decay curves; section 1's σ₁ chart redraws in the browser (tests/e2e/test_gradients_gates.py).
     ("gradient-decay?section=tanh", ("slider", "σ₁"), 1),
-    ("hand-built-rnn", ("button", "handbuilt_step_forward"), 0),
-    ("stacked-rnns", ("button", "stacked_step_forward"), 0),
+    # The steppers answer in the browser (rnnviz.ui.kit.instant): the run is their report of the step, afterwards.
+    ("hand-built-rnn", ("stepper", "handbuilt_step"), 0),
+    ("stacked-rnns", ("stepper", "stacked_step"), 0),
 ]
 
 
@@ -38,6 +39,8 @@ def move(page, how: tuple[str, str]) -> None:
         thumb = page.locator("[data-testid='stSlider']").filter(has_text=name).first.get_by_role("slider")
         thumb.focus()
         thumb.press("ArrowRight")
+    elif kind == "stepper":
+        page.locator(f".st-key-{name} button[data-move='step']").click()
     else:
         page.locator(f".st-key-{name} button").first.click()
 

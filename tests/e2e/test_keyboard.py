@@ -42,12 +42,13 @@ def test_tab_reaches_and_enter_presses_the_hand_built_step(page, base_url):
     tab_to_button(page, "Step")
     page.keyboard.press("Enter")
     step = run_handbuilt(HandConfig(bits=(1, 1, 0, 1))).steps[0]  # t = 1: x_1, h_0, h_1 and y_1 (labels are KaTeX)
-    expect(page.locator("[data-testid='stMetricValue']")).to_have_text(
+    # The step's numbers are drawn under the stepper in the browser (rnnviz.ui.kit.instant).
+    expect(page.locator(".rnnviz-instant-metric-value")).to_have_text(
         [str(step.x_t), fmt_vector(step.h_prev, 2), fmt_vector(step.h_t, 2), fmt(step.y_t, 2)])
     # The stepper answers the arrow keys, Home and End too.
     page.keyboard.press("ArrowRight")
     step = run_handbuilt(HandConfig(bits=(1, 1, 0, 1))).steps[1]
-    expect(page.locator("[data-testid='stMetricValue']")).to_have_text(
+    expect(page.locator(".rnnviz-instant-metric-value")).to_have_text(
         [str(step.x_t), fmt_vector(step.h_prev, 2), fmt_vector(step.h_t, 2), fmt(step.y_t, 2)])
     main = page.locator("[data-testid='stMain']")
     page.keyboard.press("End")

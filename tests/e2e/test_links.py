@@ -32,10 +32,10 @@ def copied_link(page, raw: bool = False) -> str:
 def test_hand_built_link_restores_the_bits_and_the_step(page, base_url):
     open_app_page(page, base_url, "hand-built-rnn?bits=0110&t=3")
     step = run_handbuilt(HandConfig(bits=(0, 1, 1, 0))).steps[2]
-    values = page.locator("[data-testid='stMetricValue']")  # x_3, h_2, h_3 and y_3 (their labels are KaTeX)
+    values = page.locator(".rnnviz-instant-metric-value")  # x_3, h_2, h_3 and y_3, drawn under the stepper
     expect(values).to_have_text([str(step.x_t), fmt_vector(step.h_prev, 2), fmt_vector(step.h_t, 2),
                                  fmt(step.y_t, 2)])
-    expect(page.get_by_text("t = 3** of 4").or_(page.get_by_text("t = 3 of 4"))).to_be_visible()
+    expect(page.locator(".rnnviz-instant-control").get_by_text("time step t = 3 of 4")).to_be_visible()
     assert page.get_by_role("textbox", name="Input bits").input_value() == format_bits((0, 1, 1, 0))
     assert copied_link(page).endswith("/hand-built-rnn?bits=0110&t=3")
     assert no_exception(page)

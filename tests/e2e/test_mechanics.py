@@ -16,7 +16,8 @@ def _open(page, base_url, url_path):
 
 
 def _metric_values(page) -> list[str]:
-    return [v.strip() for v in page.locator("[data-testid='stMetricValue']").all_inner_texts()]
+    """The hand-built step's numbers, drawn under its stepper in the browser (rnnviz.ui.kit.instant)."""
+    return [v.strip() for v in page.locator(".rnnviz-instant-metric-value").all_inner_texts()]
 
 
 @pytest.mark.parametrize("url_path", PAGES)
@@ -36,8 +37,8 @@ def test_hand_built_step_shows_the_new_state(page, base_url):
         # The caption names the step and the third metric is h_t: wait until both show step t.
         page.wait_for_function(
             """([t, h]) => {
-                const values = [...document.querySelectorAll("[data-testid='stMetricValue']")];
-                const caption = [...document.querySelectorAll("[data-testid='stMarkdownContainer']")]
+                const values = [...document.querySelectorAll(".rnnviz-instant-metric-value")];
+                const caption = [...document.querySelectorAll(".rnnviz-instant-control")]
                     .some(e => e.innerText.includes(`t = ${t} of 9`));
                 return caption && values.length === 4 && values[2].innerText.trim() === h;
             }""",
@@ -52,7 +53,7 @@ def test_hand_built_step_shows_the_new_state(page, base_url):
     # First goes back to t = 0: the initial state alone, before any bit is read.
     page.get_by_role("button", name=re.compile(r"^First\b")).click()
     page.wait_for_function(
-        """() => [...document.querySelectorAll("[data-testid='stMarkdownContainer']")]
+        """() => [...document.querySelectorAll(".rnnviz-instant-control")]
                  .some(e => e.innerText.includes("t = 0 of 9"))""",
         timeout=30_000,
     )

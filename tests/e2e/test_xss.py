@@ -9,7 +9,7 @@ substring search and its colouring of a live model. A ``dialog`` listener catche
 
 from urllib.parse import quote
 
-from tests.e2e.harness import open_app_page, screenshot, slider_thumb, wait_idle
+from tests.e2e.harness import open_app_page, screenshot, wait_idle
 from tests.e2e.test_live_training import click, no_exception, number, wait_for
 
 URL = "char-model-training"
@@ -134,7 +134,7 @@ def test_hostile_text_on_the_mechanics_pages_and_the_explorer_search(page, base_
     wait_for(lambda: [t for t in page.locator(".js-plotly-plot .xtick text").all_text_contents()
                       if t.startswith("x:")] == expected_columns, 30, "the stacked W's columns of the typed word")
     # Step t = 1 reads the word's first character, "<": the drawing names it as typed.
-    thumb = slider_thumb(page, "step t")
+    thumb = page.locator(".st-key-lstm_gates_step input[type='range']")  # it answers in the browser (kit.instant)
     charts = page.locator("[data-testid='stPlotlyChart']")
 
     def at_step_one() -> bool:

@@ -31,7 +31,7 @@ LINK = (
     LinkParam("w_ih", sections.INPUT_WEIGHT, parse_float_in(0.0, 3.0), lambda v: f"{v:g}", example="2"),
     LinkParam("overlay", sections.OVERLAY, parse_choices(sections.OVERLAYS), format_choices, example="0.8,1.2"),
     LinkParam("log", sections.LOG_BARS, parse_bool, format_bool, example="0"),
-    LinkParam("theta", sections.THRESHOLD, parse_choice(sections.THRESHOLDS), example="0.25"),
+    sections.THETA_LINK,
     LinkParam("lr", sections.LR, parse_choice(sections.RATES), example="2.0"),
     LinkParam("b_f", sections.FORGET_BIAS, parse_float_in(*sections.FORGET_BIAS_RANGE[:2]), lambda v: f"{v:g}",
               example="1"),

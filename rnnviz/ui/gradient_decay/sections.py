@@ -17,8 +17,10 @@ from rnnviz.figures import gradients as figures
 from rnnviz.figures.gradients import sci
 from rnnviz.lessons import gradients
 from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
+from rnnviz.ui.kit.instant import Stop, alert, instant_figure, instant_slider, metrics, note
 from rnnviz.ui.kit.instant_chart import instant_chart
 from rnnviz.ui.kit.keys import PageKeys
+from rnnviz.ui.kit.links import LinkParam, parse_choice
 from rnnviz.ui.kit.widgets import plot, seed
 
 PAGE = "gradient_decay"
@@ -41,6 +43,7 @@ MATRICES = {"symmetric": "symmetric, W_hh = QΛQᵀ", "gaussian": "general Gauss
 VECTORS = {"top": "top right singular vector", "random": "random unit vector"}
 OVERLAYS = (0.8, 0.9, 0.95, 1.0, 1.1, 1.2)
 THRESHOLDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+THETA_LINK = LinkParam("theta", THRESHOLD, parse_choice(THRESHOLDS), example="0.25")
 RATES = (0.1, 0.3, 0.5, 1.0, 2.0, 5.0)
 DEFAULTS = {
     SECTION: "powers", SIGMA: 1.05, STEPS: 150, HIDDEN: 64, MATRIX: "symmetric", INPUT_SCALE: 1.0,
@@ -238,6 +241,32 @@ def per_step_contributions() -> None:
         st.metric(f"share of the first {first} steps", f"{share:.1%}" if share >= 1e-3 else f"{sci(100 * share)} %")
 
 
+def clip_stops(config: gradients.ClipConfig) -> list[Stop]:
+    """What section 4 says under its θ slider at every θ: how each run ended, and what clipping did."""
+    unclipped = clip_run(config, None)
+    stops = []
+    for threshold in THRESHOLDS:
+        clipped = clip_run(config, threshold)
+        blocks = []
+        for run, name in ((unclipped, "Without clipping"), (clipped, f"With clipping at θ = {threshold:g}")):
+            if run.blew_up_at is not None:
+                blocks.append(alert("warning", f"{name}, the run blew up at step {run.blew_up_at} (inf or NaN)."))
+            else:
+                blocks.append(alert("success", f"{name}, all {config.steps} steps stayed finite (last loss "
+                                               f"{run.losses[-1]:.3g})."))
+        blocks.append(metrics([("steps clipped", f"{clipped.clipped_steps} of {len(clipped.grad_norms)}"),
+                               ("cos(raw g, clipped g)", "—" if clipped.cosine is None else f"{clipped.cosine:.3f}")]))
+        blocks.append(note("cos at the last clip: 1.000 is the same direction."))
+        stops.append(Stop(threshold, tuple(blocks), label=f"{threshold:g}"))
+    return stops
+
+
+def clip_figures(config: gradients.ClipConfig) -> list:
+    unclipped = clip_run(config, None)
+    return [figures.clipping_figure(unclipped, clip_run(config, threshold), threshold, config.steps,
+                                    height=FIGURE_HEIGHT + 70) for threshold in THRESHOLDS]
+
+
 def gradient_clipping() -> None:
     st.markdown("**4. Gradient clipping.** A small tanh RNN (H = 16) learns to recall its input from 5 steps back "
                 "by SGD at a deliberately high learning rate, twice from the same weights on the same batches. The "
@@ -245,25 +274,12 @@ def gradient_clipping() -> None:
     controls, figure = st.columns(SPLIT, gap="medium")
     with controls:
         st.latex(r"\lVert g \rVert > \theta: \; g \leftarrow \theta\, \frac{g}{\lVert g \rVert}")
-        threshold = st.select_slider("threshold θ", THRESHOLDS, key=THRESHOLD)
+        # Both runs at every θ, so that the θ slider answers in the browser (kit.instant); the rate retrains them.
         lr = st.select_slider("learning rate", RATES, key=LR)
-    config = gradients.ClipConfig(lr=lr, seed=seed())
-    unclipped, clipped = clip_run(config, None), clip_run(config, threshold)
+        config = gradients.ClipConfig(lr=lr, seed=seed())
+        instant_slider("threshold θ", THRESHOLD, clip_stops(config), link=THETA_LINK)
     with figure:
-        plot(figures.clipping_figure(unclipped, clipped, threshold, config.steps, height=FIGURE_HEIGHT + 70),
-             key=page_key("clipping"))
-    with controls:
-        for run, name in ((unclipped, "Without clipping"), (clipped, f"With clipping at θ = {threshold:g}")):
-            if run.blew_up_at is not None:
-                st.warning(f"{name}, the run blew up at step {run.blew_up_at} (inf or NaN).",
-                           icon=":material/warning:")
-            else:
-                st.success(f"{name}, all {config.steps} steps stayed finite (last loss {run.losses[-1]:.3g}).",
-                           icon=":material/check_circle:")
-        m1, m2 = st.columns(2)
-        m1.metric("steps clipped", f"{clipped.clipped_steps} of {len(clipped.grad_norms)}")
-        m2.metric("cos(raw g, clipped g)", "—" if clipped.cosine is None else f"{clipped.cosine:.3f}",
-                  help="On the last step where clipping acted: 1.000 means the same direction.")
+        instant_figure(THRESHOLD, "clipping", lambda: clip_figures(config), cache=(config, "clipping"))
 
 
 COMMON_FORGET_BIAS = 1.0  # the usual initialisation (Jozefowicz et al. 2015), shown beside the chosen one

@@ -2,29 +2,23 @@
 
 import streamlit as st
 
-from rnnviz.figures.handbuilt import (
-    PHI_LATEX,
-    fmt,
-    fmt_vector,
-    products_latex,
-    readout_latex,
-    state_latex,
-    timeline_figure,
-    truth_table_markdown,
-    truth_verdict,
-)
+from rnnviz.figures.handbuilt import PHI_LATEX, truth_table_markdown, truth_verdict
 from rnnviz.lessons.handbuilt import DEFAULT_BITS, MAX_BITS, HandConfig, format_bits, parse_bits
 from rnnviz.ui.app.errors import fragment
-from rnnviz.ui.hand_built_rnn.controls import LINK_PARAMS, guess_form, quiz_scores, weight_editor
+from rnnviz.ui.hand_built_rnn.controls import LINK_PARAMS, STEP_LINK, guess_form, quiz_scores, weight_editor
 from rnnviz.ui.hand_built_rnn.runs import hand_run, hand_truth_table
+from rnnviz.ui.hand_built_rnn.steps import concealed_at, step_stops, timelines
+from rnnviz.ui.kit.instant import instant_figure, instant_stepper
 from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
-from rnnviz.ui.kit.stepper import step_controls
-from rnnviz.ui.kit.widgets import literal, page_header, plot
+from rnnviz.ui.kit.widgets import literal, page_header
+
+STEP = "handbuilt_step"
 
 
-# The stepper (and the quiz's answers) change what is below and nothing above: one fragment, so that a step reruns
-# it alone (not the navigation, the sidebar, the title and the weight editor). The bits, the nonlinearity, the quiz
-# switch and the weights rerun the page, and hand this fragment its config.
+# The stepper answers in the browser: every step's numbers, equations and timeline row are sent with the page, and a
+# step shows them in the frame of the click (kit.instant). In quiz mode each step waits for the server, which hides
+# h_t until the guess is scored. What changes the run (the bits, the nonlinearity, the quiz switch, the weights)
+# reruns the page and hands this fragment its config.
 @fragment
 def stepped(config: HandConfig, quiz: bool) -> None:
     bits, weights, nonlinearity = config.bits, config.weights, config.nonlinearity
@@ -32,39 +26,13 @@ def stepped(config: HandConfig, quiz: bool) -> None:
     scores = quiz_scores(config)
     with st.container(horizontal=True, horizontal_alignment="right"):
         share_link(LINK_PARAMS)  # in here: the step it names moves in here
-    t = step_controls("handbuilt_step", 0, len(bits), caption=f"time step **t = {{step}}** of {len(bits)}",
-                      out_of_range=f"t = {{asked}} is past the end of these {len(bits)} bits, so the page shows "
-                      "t = {step}.")
-    # The quiz hides only the step in front of the user; earlier steps are already behind them.
-    concealed = frozenset({t}) if quiz and t >= 1 and t not in scores else frozenset()
+    t = instant_stepper(STEP, step_stops(config, run, quiz, scores), link=STEP_LINK, in_browser=not quiz,
+                        caption=f"time step **t = {{step}}** of {len(bits)}",
+                        out_of_range=f"t = {{asked}} is past the end of these {len(bits)} bits, so the page shows "
+                        "t = {step}.")
     mirror_to_link(LINK_PARAMS)
-
-    if t == 0:
-        cols = st.columns([0.6, 2, 2, 1])
-        cols[0].metric("$t$", 0)
-        cols[1].metric("$h_0$", fmt_vector(config.h0))
-        st.info("No bit has been read yet. $h_0 = (0, 0, 1)$: no current bit, no previous bit, and the constant 1. "
-                "Press **Step** to read $x_1$.")
-    else:
-        step = run.steps[t - 1]
-        hidden = t in concealed
-        cols = st.columns([0.6, 2, 2, 1])  # two decimals here keep the vectors on one line; the equations show three
-        cols[0].metric(f"$x_{{{t}}}$", step.x_t)
-        cols[1].metric(f"$h_{{{t - 1}}}$", fmt_vector(step.h_prev, 2))
-        cols[2].metric(f"$h_{{{t}}}$", "?" if hidden else fmt_vector(step.h_t, 2))
-        cols[3].metric(f"$y_{{{t}}}$", "?" if hidden else fmt(step.y_t, 2))
-        for col, product in zip(st.columns(2), products_latex(step, weights)):
-            with col:
-                st.latex(product)
-        if hidden:
-            guess_form(t, step.h_t)
-        else:
-            st.latex(state_latex(step, nonlinearity))
-            st.latex(readout_latex(step, weights))
-            if t in scores:
-                guess, right_units = scores[t]
-                message = f"Your guess for $h_{{{t}}}$ was {fmt_vector(guess)}: {sum(right_units)} of 3 right."
-                (st.success if all(right_units) else st.warning)(message)
+    if t in concealed_at(t, quiz, scores):
+        guess_form(t, run.steps[t - 1].h_t)
     if quiz and scores:
         right_total = sum(sum(r) for _, r in scores.values())
         st.caption(f"Quiz score so far: {right_total} of {3 * len(scores)} state values right.")
@@ -72,7 +40,9 @@ def stepped(config: HandConfig, quiz: bool) -> None:
     timeline, check = st.columns([3, 2], gap="large")
     with timeline:
         st.markdown("**Timeline**: one row per step; the current step is tinted.")
-        plot(timeline_figure(run, t, concealed))
+        shown_scores = tuple(sorted(scores.items())) if quiz else ()
+        instant_figure(STEP, "timeline", lambda: timelines(run, quiz, scores),
+                       cache=(config, quiz, shown_scores))
     with check:
         st.markdown("**Truth-table check** over every bit sequence of length 10")
         rows = hand_truth_table(weights, nonlinearity)

@@ -125,7 +125,8 @@ def _compact_bits(text: str) -> str:
         return text
 
 
+STEP_LINK = LinkParam("t", f"{PREFIX}_step", parse=parse_int_in(0, MAX_BITS), example="5")
 LINK_PARAMS = (
     LinkParam("bits", f"{PREFIX}_bits", parse=_parse_bits_text, format=_compact_bits, example="0110111"),
-    LinkParam("t", f"{PREFIX}_step", parse=parse_int_in(0, MAX_BITS), example="5"),
+    STEP_LINK,
 )

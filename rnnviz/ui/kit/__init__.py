@@ -1,1 +1,1 @@
-"""What every page may use: widgets, links, the stepper, caches, corpora and model sources."""
+"""What every page may use: widgets, links, the instant controls, caches, corpora and model sources."""

@@ -10,8 +10,16 @@ from rnnviz.figures import gates as figures
 from rnnviz.lessons import gates
 from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.kit.cache import shared_figure
+from rnnviz.ui.kit.instant import Stop, instant_figure, instant_slider
 from rnnviz.ui.kit.keys import PageKeys
-from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_float_in, restore_from_link, share_link
+from rnnviz.ui.kit.links import (
+    LinkParam,
+    mirror_to_link,
+    parse_float_in,
+    parse_int_in,
+    restore_from_link,
+    share_link,
+)
 from rnnviz.ui.kit.models import (
     ModelSource,
     corpus_of,
@@ -33,9 +41,13 @@ GATE_SLIDERS = {  # gate: (label, low, high, default)
     "g": ("candidate g", -1.0, 1.0, 0.2),
     "o": ("output gate o", 0.0, 1.0, 1.0),
 }
-LINK = tuple(
-    LinkParam(gate, page_key(gate), parse_float_in(low, high), lambda v: f"{v:.2f}", example=example)
-    for (gate, (_, low, high, _)), example in zip(GATE_SLIDERS.items(), ("0.95", "0.10", "-0.40", "0.30"))
+STEP = page_key("step")
+# The step of section 2's word (at most 24 characters); the word itself is not in the address.
+STEP_LINK = LinkParam("t", STEP, parse_int_in(1, 24), example="2")
+LINK = (
+    *(LinkParam(gate, page_key(gate), parse_float_in(low, high), lambda v: f"{v:.2f}", example=example)
+      for (gate, (_, low, high, _)), example in zip(GATE_SLIDERS.items(), ("0.95", "0.10", "-0.40", "0.30"))),
+    STEP_LINK,
 )
 MAX_SATURATION_CHARS = 2000
 DEFAULT_SATURATION_MODEL = "pretrained:lstm-english-docs"  # held-out prose reads well in a class
@@ -105,6 +117,16 @@ def one_number_through_the_gates() -> None:
         st.metric(r"written, $i \cdot g$", f"{trace.written:.3f}")
 
 
+def step_figures(config: gates.StepModelConfig, figure) -> list:
+    """``figure`` (the cell diagram or the stacked W) at every step t of the word."""
+    word, vocabulary = config.text, list(config.vocabulary)
+    if figure is figures.lstm_step_figure:
+        return [figure(step_detail(config, t), word[t - 1]) for t in range(1, len(word) + 1)]
+    return [figure(step_detail(config, t), vocabulary) for t in range(1, len(word) + 1)]
+
+
+# The step slider answers in the browser: the two figures of every step of the word are sent with the page, and a
+# move shows the step's in the frame of the move (kit.instant). The word and H rerun this fragment.
 @fragment
 def one_full_step() -> None:
     st.header("2. One full LSTM step, drawn")
@@ -122,20 +144,22 @@ def one_full_step() -> None:
         st.error(f"{err}")
         step_config = None
     if step_config is not None:
-        t = t_col.slider("step t", 1, len(word), min(3, len(word)), key=page_key("step"))
-        detail = step_detail(step_config, t)
-        vocabulary = step_config.vocabulary
-        drawn = (step_config, t)
-        plot(shared_figure(figures.lstm_step_figure, detail, word[t - 1], key=drawn), key=page_key("step_figure"))
+        st.session_state.setdefault(STEP, min(3, len(word)))
+        with t_col:
+            instant_slider("step t", STEP, [Stop(t) for t in range(1, len(word) + 1)], link=STEP_LINK)
+        mirror_to_link((STEP_LINK,))
+        instant_figure(STEP, "cell", lambda: step_figures(step_config, figures.lstm_step_figure),
+                       cache=(step_config, "cell"))
         st.subheader("The stacked W")
-        counts = gates.parameter_counts(len(vocabulary), hidden)
+        counts = gates.parameter_counts(len(step_config.vocabulary), hidden)
         st.markdown(
             f"Rows come in four blocks in PyTorch's order **i, f, g, o** (the same order as `weight_ih_l0` and "
             f"`weight_hh_l0` in `nn.LSTM`); columns take $h_{{t-1}}$ (H = {hidden}) then $x_t$ "
-            f"(D = {len(vocabulary)}, one column per character). Four blocks is why an LSTM has about 4× the "
-            "parameters of a vanilla RNN of the same H."
+            f"(D = {len(step_config.vocabulary)}, one column per character). Four blocks is why an LSTM has about 4× "
+            "the parameters of a vanilla RNN of the same H."
         )
-        plot(shared_figure(figures.stacked_w_figure, detail, list(vocabulary), key=drawn), key=page_key("stacked_w"))
+        instant_figure(STEP, "stacked_w", lambda: step_figures(step_config, figures.stacked_w_figure),
+                       cache=(step_config, "stacked_w"))
         p1, p2, p3 = st.columns(3)
         p1.metric("vanilla RNN layer: H(H+D) + 2H", f"{counts['rnn']:,}")
         p2.metric("LSTM layer: 4·(H(H+D) + 2H)", f"{counts['lstm']:,}")

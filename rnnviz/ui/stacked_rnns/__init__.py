@@ -21,6 +21,7 @@ from rnnviz.lessons.stacked import (
 )
 from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.kit.cache import shared_figure
+from rnnviz.ui.kit.instant import Stop, instant_figure, instant_stepper, text
 from rnnviz.ui.kit.links import (
     LinkParam,
     mirror_to_link,
@@ -30,13 +31,14 @@ from rnnviz.ui.kit.links import (
     restore_from_link,
     share_link,
 )
-from rnnviz.ui.kit.stepper import step_controls
 from rnnviz.ui.kit.widgets import page_header, plot, seed
 
 CELLS = ("rnn", "lstm", "gru")
 COUNT = st.column_config.NumberColumn(format="localized")  # 1,234: a parameter count with its thousands
 EMBED_DIM = 3  # E: each word is a 3-number vector, as in the lecture's example
 WORDS_CHARS = 80
+STEP = "stacked_step"
+STEP_LINK = LinkParam("cell_step", STEP, parse_int_in(1, MAX_LAYERS * MAX_WORDS), example="7")
 LINK = (
     LinkParam("words", "stacked_words", parse_text(WORDS_CHARS), example="a dog ran home"),
     LinkParam("cell", "stacked_kind", parse_choice(CELLS), example="gru"),
@@ -44,7 +46,7 @@ LINK = (
     LinkParam("order", "stacked_order", parse_choice(ORDERS), example="step by step"),
     *(LinkParam(f"d{i}", f"stacked_d{i}", parse_int_in(1, MAX_WIDTH), example=str((i + 3) % MAX_WIDTH + 1))
       for i in range(1, MAX_LAYERS + 1)),
-    LinkParam("cell_step", "stacked_step", parse_int_in(1, MAX_LAYERS * MAX_WORDS), example="7"),
+    STEP_LINK,
 )
 
 
@@ -58,21 +60,28 @@ def stack_depth_table(kind: str, input_size: int, hidden: int) -> list[DepthRow]
     return depth_table(kind, input_size, hidden)
 
 
-# The stepper changes the grid and the sentence under it, nothing else: one fragment, so that a step reruns it alone
-# (not the navigation, the sidebar, the title and the parameter tables). The controls above rerun the page.
+def cell_stops(run: StackRun, cells: list[tuple[int, int]]) -> list[Stop]:
+    """Cell i + 1 of the computation order: what it reads and writes."""
+    return [Stop(done, (text(cell_sentence(run, *cells[done - 1])),)) for done in range(1, len(cells) + 1)]
+
+
+def grids(run: StackRun, cells: list[tuple[int, int]]) -> list:
+    """The grid with the first 1, 2, … cells computed."""
+    return [grid_figure(run, cells, done) for done in range(1, len(cells) + 1)]
+
+
+# The stepper answers in the browser: every cell's grid and sentence are sent with the page, and a step shows them in
+# the frame of the click (kit.instant). The controls above rerun the page and hand this fragment the config.
 @fragment
 def grid(config: StackConfig, order: str) -> None:
     with st.container(horizontal=True, horizontal_alignment="right"):
         share_link(LINK)  # in here: the cell it names moves in here
     run = stack_run(config)  # cached: the page's parameter count below reads the same run
     cells = computation_order(config.layers, len(config.words), order)
-    done = step_controls("stacked_step", 1, len(cells), caption=f"cell **{{step}}** of {len(cells)}",
-                         out_of_range="Cell {asked} is past the end of this grid, so the page shows cell {step}.")
+    instant_stepper(STEP, cell_stops(run, cells), link=STEP_LINK, caption=f"cell **{{step}}** of {len(cells)}",
+                    out_of_range="Cell {asked} is past the end of this grid, so the page shows cell {step}.")
     mirror_to_link(LINK)
-    layer, t = cells[done - 1]
-    plot(shared_figure(grid_figure, run, cells, done, key=(config, order, done)))
-
-    st.markdown(cell_sentence(run, layer, t))
+    instant_figure(STEP, "grid", lambda: grids(run, cells), cache=(config, order))
 
 
 def page() -> None:
