@@ -184,7 +184,7 @@ CONTROLS = [
             "hidden_state_connectivity_t"),
     Control("hidden-cell-explorer", "Explorer: Quantity", "select", "explorer_quantity"),
     Control("hidden-cell-explorer", "Explorer: a ranked cell's Show (any of 10)", "button", "explorer_show_*"),
-    Control("hidden-cell-explorer", "Explorer: Window start", "slider", "explorer_window"),
+    Control("hidden-cell-explorer", "Explorer: Window start", "instant", "explorer_window"),
     Control("image-captioning", "Captioning: Background", "select", "cap_bg"),
     Control("image-captioning", "Captioning: Shape at left", "select", "cap_shape_left"),
     Control("image-captioning", "Captioning: Colour at left", "select", "cap_colour_left"),

@@ -2,6 +2,7 @@
 its numbers equal the engine's, a ranked cell's button recolours the text, and bad input gets words."""
 
 import html
+import json
 import re
 
 import numpy as np
@@ -43,9 +44,17 @@ def chosen_cell(at) -> CellId:
 
 
 def colouring(at) -> str:
-    """The HTML of the main coloured passage (the page's first st.html that draws something: legend and text; the
-    app's own style blocks come before it)."""
-    return drawn_html(at)[0]
+    """The main coloured passage: where the window slides in the browser (a text longer than it), the words over it
+    and each of its characters' glyph, colour and tooltip as the page sent them; else the HTML of the page's first
+    st.html that draws something (legend and text; the app's own style blocks come before it)."""
+    windows = [el for el in at.get("bidi_component") if el.proto.id.endswith("-explorer_window_instant")]
+    if not windows:
+        return drawn_html(at)[0]
+    data = json.loads(windows[0].proto.json)
+    (block,) = data["views"][data["index"]]
+    chars = data["shared"][block["coloured"]]
+    return "\n".join([block["label"], *(chars["glyphs"][t] + chars["palette"][chars["background"][t]] + chars["tips"][t]
+                                         for t in range(block["start"], block["end"]))])
 
 
 def drawn_html(at) -> list[str]:

@@ -15,7 +15,15 @@ from rnnviz.interpret.colortext import CENTRE, colored_text_html, legend_html, s
 from rnnviz.interpret.finder import CellId, trace_cells
 from rnnviz.interpret.textfeatures import FEATURES, feature_tracks
 from rnnviz.ui.kit.models import PRETRAINED_DIR, held_out_text
-from tests.apptest_helpers import column_formats, instant_numbers, open_page, page_text, shown_numbers
+from tests.apptest_helpers import (
+    column_formats,
+    instant_control,
+    instant_numbers,
+    move_instant,
+    open_page,
+    page_text,
+    shown_numbers,
+)
 
 EXPLORER = "app_pages/hidden_cell_explorer.py"
 GRADIENTS = "app_pages/gradient_decay.py"
@@ -100,6 +108,44 @@ def test_the_heatmap_uses_the_same_scales(python_trace):
     assert len(white) == 1 and white[0][0] == pytest.approx(0.5)  # white sits at value 0
     gates = heatmap_figure(trace.block(0, "f")[:400], units, text[:400], 0, scale_for("f", []), "f", "x").data[0]
     assert (gates.zmin, gates.zmax) == (0.0, 1.0) and f"rgb{CENTRE}" not in [s[1] for s in gates.colorscale]
+
+
+def test_the_explorers_window_is_sent_once_for_the_whole_text_and_each_start_shows_its_2000_characters(python_trace):
+    """The window slides in the browser: the page sends every character's colours and tooltip once, each start of
+    the slider names its characters, and a move (as the browser reports it) puts the start in the address."""
+    text, trace = python_trace
+    at = open_page(EXPLORER)
+    assert not at.exception, [e.value for e in at.exception]
+    cell = CellId(at.session_state["explorer_layer"], at.session_state["explorer_unit"],
+                  at.session_state["explorer_quantity"])
+    values = trace.cell(cell)
+    scale = scale_for(cell.quantity, values)
+    data = instant_control(at, "explorer_window")
+    assert data["texts"] == [str(k * 50) for k in range(len(text) // 50 - 40 + 1)]  # 0, 50, …, 8,000
+    assert len(json.dumps(data)) < 2_000_000
+    k = 20
+    (block,) = data["views"][k]
+    assert (block["start"], block["end"]) == (k * 50, k * 50 + 2000)
+    assert "characters 1,000–2,999" in block["label"]
+    coloured = data["shared"][block["coloured"]]
+    assert len(coloured["glyphs"]) == len(text)  # the whole text, once
+    window = range(block["start"], block["end"])
+    drawn = {" ": "·", "\n": "↵", "\t": "→"}
+    assert "".join(coloured["glyphs"][t] for t in window) == "".join(drawn.get(ch, ch) for ch in text[1000:3000])
+    assert [t for t in coloured["breaks"] if t in window] == [t for t in window if text[t] == "\n"]
+    palette = coloured["palette"]
+    for t in window:
+        r, g, b = scale.colour(float(values[t]))
+        assert palette[coloured["background"][t]] == f"#{r:02x}{g:02x}{b:02x}", t
+        assert coloured["tips"][t].startswith(f"position {t}: ") and f"{cell.quantity} = {values[t]:+.4f}" in \
+            coloured["tips"][t]
+    assert coloured["legend"]["numbers"][2] == f"{scale.high:.3g}"
+    move_instant(at, "explorer_window", 1000)
+    assert not at.exception, [e.value for e in at.exception]
+    assert instant_control(at, "explorer_window")["index"] == k
+    assert at.query_params["window"] in (["1000"], "1000")
+    table = next(frame.value for frame in at.dataframe if "position" in frame.value.columns)
+    assert list(table["position"]) == list(window)  # the server's table follows the browser's window
 
 
 # --- 2. the explorer on your own text -----------------------------------------------------------------------

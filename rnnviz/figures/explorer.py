@@ -207,8 +207,24 @@ def cell_colouring_html(trace: CellTrace, chars: str, text: str, cell: CellId, s
     next_chars = [[chars[i] for i in row] for row in trace.next_ids[start:end]]
     tips = colortext.cell_tooltips(text[start:end], values[start:end], cell.quantity, next_chars,
                                    trace.next_probs[start:end], offset=start)
-    hover = "its exact value and the model's top-5 next characters" if trace.next_ids.shape[1] else "its exact value"
-    legend = colortext.legend_html(scale, f"{QUANTITY_LABELS[cell.quantity]}, characters {start:,}–{end - 1:,} "
-                                   f"(hover a character for {hover})",
+    legend = colortext.legend_html(scale, colouring_label(trace, cell, start, end),
                                    observed=(float(np.nanmin(values)), float(np.nanmax(values))))
     return legend + colortext.colored_text_html(text[start:end], values[start:end], scale, tips)
+
+
+def colouring_label(trace: CellTrace, cell: CellId, start: int, end: int) -> str:
+    """The words over the colouring of characters ``start`` … ``end − 1``."""
+    hover = "its exact value and the model's top-5 next characters" if trace.next_ids.shape[1] else "its exact value"
+    return f"{QUANTITY_LABELS[cell.quantity]}, characters {start:,}–{end - 1:,} (hover a character for {hover})"
+
+
+def cell_colouring_data(trace: CellTrace, chars: str, text: str, cell: CellId) -> dict:
+    """``cell_colouring_html`` of the whole text as plain data, for a browser to draw any window of it: every
+    character's glyph, colours and tooltip (colortext.coloured_chars) and the legend's swatches, numbers and words
+    (colortext.legend_data); the words over a window are ``colouring_label``'s."""
+    values = trace.cell(cell)
+    scale = colortext.scale_for(cell.quantity, values)
+    next_chars = [[chars[i] for i in row] for row in trace.next_ids]
+    tips = colortext.cell_tooltips(text, values, cell.quantity, next_chars, trace.next_probs)
+    return {**colortext.coloured_chars(text, values, scale, tips),
+            "legend": colortext.legend_data(scale, observed=(float(np.nanmin(values)), float(np.nanmax(values))))}

@@ -160,6 +160,35 @@ def _style(background: tuple[int, int, int], foreground: tuple[int, int, int]) -
     return f"background:rgb{background};color:rgb{foreground}"
 
 
+def char_colours(ch: str, value: float, scale: Scale) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """A character's background (its value's colour) and foreground (text readable on it; whitespace glyphs grey)."""
+    background = scale.colour(value)
+    foreground = text_colour_on(background)
+    return background, WHITESPACE_GLYPH if ch in VISIBLE and foreground == TEXT_DARK else foreground
+
+
+def hex_colour(colour: tuple[int, int, int]) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*colour)
+
+
+def coloured_chars(text: str, values: Sequence[float] | np.ndarray, scale: Scale,
+                   tooltips: Sequence[str]) -> dict:
+    """What ``colored_text_html`` draws, as plain data for a browser to draw: each character's glyph, the indices
+    of its background and foreground in ``palette`` (#rrggbb), its tooltip, and the positions of the newlines (a
+    line break after their ↵)."""
+    values = np.asarray(values, dtype=np.float64)
+    if not len(values) == len(tooltips) == len(text):
+        raise ValueError(f"{len(text)} characters but {len(values)} values and {len(tooltips)} tooltips")
+    palette: dict[str, int] = {}
+    backgrounds, foregrounds = [], []
+    for t, ch in enumerate(text):
+        background, foreground = char_colours(ch, float(values[t]), scale)
+        backgrounds.append(palette.setdefault(hex_colour(background), len(palette)))
+        foregrounds.append(palette.setdefault(hex_colour(foreground), len(palette)))
+    return {"glyphs": [visible_char(ch) for ch in text], "palette": list(palette), "background": backgrounds,
+            "foreground": foregrounds, "tips": list(tooltips), "breaks": [t for t, ch in enumerate(text) if ch == "\n"]}
+
+
 def colored_text_html(
     text: str,
     values: Sequence[float] | np.ndarray,
@@ -182,9 +211,7 @@ def colored_text_html(
         'line-height:1.55;white-space:pre-wrap;word-break:break-all">'
     ]
     for t, ch in enumerate(text):
-        background = scale.colour(float(values[t]))
-        foreground = WHITESPACE_GLYPH if (ch in VISIBLE and text_colour_on(background) == TEXT_DARK) \
-            else text_colour_on(background)
+        background, foreground = char_colours(ch, float(values[t]), scale)
         title = f' title="{html.escape(tooltips[t], quote=True)}"' if tooltips is not None else ""
         glyph = html.escape(visible_char(ch), quote=True)
         parts.append(f'<span style="{_style(background, foreground)}"{title}>{glyph}</span>')
@@ -199,6 +226,30 @@ def number(value: float) -> str:
     return "0" if value == 0 else f"{value:.3g}".replace("-", "−")
 
 
+def legend_colours(scale: Scale, steps: int = 11) -> list[tuple[int, int, int]]:
+    """The legend's swatches, from ``scale.low`` to ``scale.high``."""
+    positions = np.linspace(0.0, 1.0, steps) if scale.sequential else np.linspace(-1.0, 1.0, steps)
+    return [sequential_rgb(p, scale.ramp) if scale.sequential else rgb(p) for p in positions]
+
+
+def legend_meaning(scale: Scale, observed: tuple[float, float] | None = None, meaning: str | None = None) -> str:
+    """The legend's words for what the colours mean, with the range ``observed`` in the text."""
+    if meaning is None:
+        meaning = ("white 0 (closed) to dark green 1 (open)" if scale.sequential
+                   else "white exactly 0, red positive, blue negative")
+    if observed is not None and all(math.isfinite(v) for v in observed):
+        meaning += f"; in this text from {number(observed[0])} to {number(observed[1])}"
+    return meaning
+
+
+def legend_data(scale: Scale, observed: tuple[float, float] | None = None) -> dict:
+    """What ``legend_html`` draws under its label, as plain data: the swatches (#rrggbb), the three numbers and the
+    words."""
+    return {"swatches": [hex_colour(c) for c in legend_colours(scale)],
+            "numbers": [number(scale.low), number(scale.centre), number(scale.high)],
+            "meaning": legend_meaning(scale, observed)}
+
+
 def legend_html(scale: Scale, label: str, steps: int = 11, observed: tuple[float, float] | None = None,
                 meaning: str | None = None) -> str:
     """A colour bar from ``scale.low`` to ``scale.high`` with the three values written under it.
@@ -207,8 +258,7 @@ def legend_html(scale: Scale, label: str, steps: int = 11, observed: tuple[float
     never rise above 0.473 says so. ``meaning`` replaces the words that say what the colours mean (a cell's sign,
     or a gate's openness, by default).
     """
-    positions = np.linspace(0.0, 1.0, steps) if scale.sequential else np.linspace(-1.0, 1.0, steps)
-    colours = [sequential_rgb(p, scale.ramp) if scale.sequential else rgb(p) for p in positions]
+    colours = legend_colours(scale, steps)
     swatches = "".join(
         f'<span style="display:inline-block;width:22px;height:14px;background:rgb{c}"></span>' for c in colours
     )
@@ -217,11 +267,7 @@ def legend_html(scale: Scale, label: str, steps: int = 11, observed: tuple[float
         f'<div style="display:flex;justify-content:space-between;width:{width}px;font-size:13px">'
         f"<span>{number(scale.low)}</span><span>{number(scale.centre)}</span><span>{number(scale.high)}</span></div>"
     )
-    if meaning is None:
-        meaning = ("white 0 (closed) to dark green 1 (open)" if scale.sequential
-                   else "white exactly 0, red positive, blue negative")
-    if observed is not None and all(math.isfinite(v) for v in observed):
-        meaning += f"; in this text from {number(observed[0])} to {number(observed[1])}"
+    meaning = legend_meaning(scale, observed, meaning)
     return (
         f'<div style="margin:4px 0 8px 0"><div style="font-size:13px">{html.escape(label)}</div>'
         '<div style="display:flex;align-items:flex-start;gap:14px">'

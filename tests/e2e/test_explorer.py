@@ -15,9 +15,13 @@ def no_exception(page) -> bool:
     return page.locator("[data-testid='stException']").count() == 0
 
 
+# The main coloured passage: drawn in the browser where its window slides (kit.instant), else the page's first st.html.
+COLOURING = ".st-key-explorer_window .rnnviz-instant-coloured, [data-testid='stMain'] [data-testid='stHtml']"
+
+
 def coloured_text(page) -> str:
     """The characters of the main coloured passage as drawn (whitespace as ·, ↵, →)."""
-    return page.locator("[data-testid='stMain'] [data-testid='stHtml']").first.inner_text()
+    return page.locator(COLOURING).first.inner_text()
 
 
 def test_explorer_loads_and_a_ranked_cell_recolours_the_text(page, base_url):
@@ -26,10 +30,10 @@ def test_explorer_loads_and_a_ranked_cell_recolours_the_text(page, base_url):
     assert page.get_by_text("correlation with each feature over all").is_visible()
     page.get_by_role("heading", name="1. Colour the text by one cell").evaluate("e => e.scrollIntoView()")
     screenshot(page, "hidden-cell-explorer-python")
-    colouring = "document.querySelector(\"[data-testid='stMain'] [data-testid='stHtml']\").innerHTML"
-    # st.html is drawn by a component the browser loads on first use: under load the page is idle a moment
+    colouring = f'document.querySelector("{COLOURING}").innerHTML'
+    # The colouring is drawn by a component the browser loads on first use: under load the page is idle a moment
     # before the colouring is there (grey placeholders in a failed run's screenshot). Wait for the colouring.
-    page.wait_for_selector("[data-testid='stMain'] [data-testid='stHtml']", timeout=60_000)
+    page.wait_for_selector(COLOURING, timeout=60_000)
     page.evaluate(f"() => {{ window.colouringBefore = {colouring}; }}")
     page.get_by_role("button", name="Show").nth(2).click()
     # The click's rerun may not have started when click() returns: wait for the colouring itself to change.

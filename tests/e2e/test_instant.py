@@ -5,8 +5,10 @@ shows the same numbers, equations and figures."""
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
+from rnnviz.charlm.corpus import load_builtin
 from rnnviz.lessons import gradients
 from rnnviz.lessons.stacked import StackConfig, computation_order, run_stack
+from rnnviz.ui.kit.models import held_out_text
 from tests.e2e.harness import APP_IDLE, open_app_page, wait_idle
 
 # The app's script states from now on, and (a control's key given) each stop the control shows with the states
@@ -22,7 +24,8 @@ WATCH = """(key) => {
 }"""
 
 # What the control's view and its charts show: the stop, the stepper's caption, the numbers under their labels' TeX,
-# every equation's TeX, the sentences' words, and per chart the stop it draws, every text drawn in its SVG, and its
+# every equation's TeX, the sentences' words, each coloured window's legend, characters, colours and tooltips, and
+# per chart the stop it draws, every text drawn in its SVG, and its
 # traces, annotations and shapes.
 READ = """(key) => {
     const tex = el => [...el.querySelectorAll('annotation[encoding="application/x-tex"]')].map(a => a.textContent);
@@ -39,6 +42,13 @@ READ = """(key) => {
             m.querySelector('.rnnviz-instant-metric-value').textContent]),
         equations: tex(view),
         words: words(view),
+        colourings: [...view.querySelectorAll('.rnnviz-instant-colouring')].map(box => {
+            const spans = [...box.querySelectorAll('.rnnviz-instant-coloured span')];
+            return {legend: box.querySelector('.rnnviz-instant-legend').textContent,
+                    text: box.querySelector('.rnnviz-instant-coloured').textContent,
+                    colours: spans.map(span => `${span.style.background}/${span.style.color}`),
+                    titles: spans.map(span => span.title)};
+        }),
         charts: charts.map(chart => {
             const gd = chart.querySelector('.js-plotly-plot');
             const plain = v => v && ArrayBuffer.isView(v) ? Array.from(v) : v;
@@ -187,3 +197,24 @@ def test_the_clipping_threshold_answers_in_the_browser_as_the_server_would(page,
     assert "With clipping at θ = 0.5" in moved["words"]
     reported(page, "theta=0.5")
     assert opened_anew(page, base_url, "gradient_decay_threshold", 1) == moved
+
+
+def test_the_explorers_window_slides_in_the_browser_as_the_server_would(page, base_url):
+    open_app_page(page, base_url, "hidden-cell-explorer?layer=0&unit=167&q=c&window=1000", timeout_ms=180_000)
+    shows(page, "explorer_window", "1,000", 0)
+    page.evaluate(WATCH, "explorer_window")
+    slider = page.locator(".st-key-explorer_window input[type='range']")
+    slider.focus()
+    slider.press("ArrowRight")  # the window's start 1,000 → 1,050
+    shows(page, "explorer_window", "1,050", 0)
+    (stop, states), *_ = page.evaluate("() => window.__instant.shown")
+    assert stop == "1,050" and states == [], states  # shown before any script ran
+    moved = read(page, "explorer_window")
+    (colouring,) = moved["colourings"]
+    text = held_out_text(load_builtin("python-stdlib"), 10_000)  # the text the explorer opens on
+    drawn = {" ": "·", "\n": "↵", "\t": "→"}
+    assert colouring["text"] == "".join(drawn.get(ch, ch) for ch in text[1050:3050])
+    assert colouring["titles"][0].startswith("position 1050: ") and colouring["titles"][-1].startswith("position 3049")
+    assert "characters 1,050–3,049" in colouring["legend"]
+    reported(page, "window=1050")
+    assert opened_anew(page, base_url, "explorer_window", 0) == moved

@@ -81,6 +81,7 @@ def test_explorer_link_restores_the_model_and_the_cell(page, base_url):
     expect(page.get_by_text("layer 0, unit 7, c", exact=True).first).to_be_visible()
     link = copied_link(page)
     assert "model=pretrained:lstm-english-docs" in link and "unit=7" in link and "q=c" in link
+    assert parse_qs(urlsplit(link).query)["window"][0].isdigit(), link  # the colouring's window start
     assert no_exception(page)
 
 

@@ -103,7 +103,8 @@ def test_hostile_text_on_the_live_training_page(page, base_url):
     choose_model(page, f"Live-trained ({NAME}, step", timeout_ms=180_000)
     # The model writes the characters it learned, drawn as text (waited for: until the rerun for the chosen
     # model lands, the previous model's colouring is still shown).
-    colouring = page.locator("[data-testid='stMain'] [data-testid='stHtml']").first
+    colouring = page.locator(  # drawn in the browser where the window slides (kit.instant), else by st.html
+        ".st-key-explorer_window .rnnviz-instant-coloured, [data-testid='stMain'] [data-testid='stHtml']").first
     wait_for(lambda: "<" in colouring.inner_text() and ">" in colouring.inner_text(), 60,
              "the explorer to colour the live model's own text")
     nothing_injected(page)

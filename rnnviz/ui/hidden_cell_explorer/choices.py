@@ -49,6 +49,7 @@ FEATURE_TEXT, FEATURE_SWITCHED = page_key("feature_text"), page_key("feature_swi
 IMPORTANCE = page_key("importance")
 DEFAULT_MODEL = "pretrained:lstm-python-stdlib"
 WINDOW_CHARS = 2000  # characters coloured at once
+WINDOW_STEP = 50  # characters between the window's starts
 MINI_CHARS = 240  # characters in each mini colouring of the finder (a few lines)
 MAX_CHARS = 20_000  # characters traced and ranked
 # Below this many characters a ranking is not evidence: the best of thousands of cells' |r| is high by chance.
@@ -63,11 +64,13 @@ TEXT_MODES = {
     "sample": "text the model writes itself",
     "own": "my own text",
 }
+WINDOW_LINK = LinkParam("window", WINDOW, parse_int_in(0, MAX_CHARS), example="1000")
 LINK = (
     LinkParam("model", SOURCE, str, example="pretrained:lstm-english-docs"),
     LinkParam("layer", LAYER, parse_int_in(0, 63), example="0"),
     LinkParam("unit", UNIT, parse_int_in(0, 65535), example="3"),
     LinkParam("q", QUANTITY, parse_choice(ALL_QUANTITIES), example="h"),
+    WINDOW_LINK,
 )
 
 
@@ -212,7 +215,8 @@ def showcase(text: str, track: np.ndarray) -> tuple[int, int]:
     mini_start = showcase_window(track, MINI_CHARS)
     line_start = text.rfind("\n", 0, mini_start) + 1
     mini_start = line_start if mini_start - line_start <= 80 else mini_start
-    window_start = min(max(mini_start - WINDOW_CHARS // 4, 0), max(len(text) - WINDOW_CHARS, 0)) // 50 * 50
+    window_start = min(max(mini_start - WINDOW_CHARS // 4, 0), max(len(text) - WINDOW_CHARS, 0))
+    window_start = window_start // WINDOW_STEP * WINDOW_STEP
     return mini_start, window_start
 
 
@@ -236,8 +240,11 @@ def ensure_cell(trace, rankings, feature: str, text: str, tracks: dict) -> CellI
         else:
             if None in chosen:
                 select_cell(cell)
+            if WINDOW not in state:  # set before the link is shared above the colouring, so that it carries it
+                state[WINDOW] = 0
             return cell
-    select_cell(clearest, showcase(text, tracks[feature])[1])
+    # A window a link named is kept; else the window shows the cell where the feature varies most.
+    select_cell(clearest, None if WINDOW in state else showcase(text, tracks[feature])[1])
     return clearest
 
 

@@ -3,6 +3,7 @@ section 4 is in ``intervene``), and the anchors and contents line of all eight."
 
 import html
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -34,11 +35,15 @@ from rnnviz.ui.hidden_cell_explorer.choices import (
     UNIT,
     WINDOW,
     WINDOW_CHARS,
+    WINDOW_LINK,
+    WINDOW_STEP,
     page_key,
     select_cell,
     showcase,
 )
 from rnnviz.ui.kit.cache import shared_figure, shared_value
+from rnnviz.ui.kit.instant import Stop, instant_slider
+from rnnviz.ui.kit.instant import coloured_window as coloured_window_block
 from rnnviz.ui.kit.models import model_id
 from rnnviz.ui.kit.widgets import literal, name_bidi_controls, plot, table
 
@@ -85,9 +90,10 @@ def _values_table(trace, vocab, text: str, cell: CellId, start: int, end: int) -
 
 
 def colouring_as_text(trace_key: tuple, trace, vocab, text: str, cell: CellId, start: int, end: int,
-                      coloured: str) -> None:
+                      coloured: Callable[[], str]) -> None:
     """The colouring's values as a table (for a screen reader, or a class's spreadsheet), and downloads of the table
-    as CSV and of the coloured text (``coloured``, the HTML drawn above it) as an HTML page for a slide."""
+    as CSV and of the coloured text (``coloured()``, the HTML of the window drawn above it) as an HTML page for a
+    slide."""
     with st.expander("The same window as a table of values, and downloads", icon=":material/table:"):
         values = shared_value(_values_table, trace, vocab, text, cell, start, end, key=(trace_key, cell, start, end))
         table(values, height=260, column_config={cell.label: st.column_config.NumberColumn(format="%+.4f")},
@@ -98,7 +104,7 @@ def colouring_as_text(trace_key: tuple, trace, vocab, text: str, cell: CellId, s
                                 mime="text/csv", icon=":material/download:", key=page_key("csv"))
 
         def page() -> str:  # written out when the button is pressed, not on every run
-            return f"<!doctype html><meta charset=utf-8><title>{html.escape(cell.label)}</title>{coloured}"
+            return f"<!doctype html><meta charset=utf-8><title>{html.escape(cell.label)}</title>{coloured()}"
 
         html_col.download_button("Download the coloured text (HTML)", page, file_name=f"{name}.html",
                                  mime="text/html", icon=":material/download:", key=page_key("html"))
@@ -110,30 +116,54 @@ def _mini_colouring(trace, text: str, cell: CellId, mini: slice) -> str:
                                        font_size=12)
 
 
+def window_starts(length: int) -> list[int]:
+    """Where the colouring's window may start: every WINDOW_STEP characters, and the last start that still fills it."""
+    last_start = max(length - WINDOW_CHARS, 0)
+    return sorted({*range(0, last_start + 1, WINDOW_STEP), last_start})
+
+
+def coloured_window(trace_key: tuple, trace, chars: str, text: str, cell: CellId) -> tuple[int, int]:
+    """The cell's colouring of WINDOW_CHARS characters, and its window's (start, end). With a slider (a text longer
+    than the window) it answers in the browser: the whole text's colours and tooltips are sent once, and each start's
+    window is a slice of them (kit.instant.coloured_window)."""
+    starts = window_starts(len(text))
+    st.session_state[WINDOW] = min(max(int(st.session_state.get(WINDOW, 0)), 0), starts[-1])
+    if len(starts) == 1:
+        end = min(WINDOW_CHARS, len(text))
+        st.html(shared_value(figures.cell_colouring_html, trace, chars, text, cell, 0, end,
+                             key=(trace_key, cell, 0, end)))
+        return 0, end
+    shared = {"text": shared_value(figures.cell_colouring_data, trace, chars, text, cell, key=(trace_key, cell),
+                                   name="explorer colouring data")}
+    ends = [min(start + WINDOW_CHARS, len(text)) for start in starts]
+    stops = [Stop(start, (coloured_window_block("text", start, end,
+                                                figures.colouring_label(trace, cell, start, end)),), label=f"{start:,}")
+             for start, end in zip(starts, ends)]
+    index = instant_slider("Window start (characters)", WINDOW, stops, link=WINDOW_LINK, shared=shared)
+    return starts[index], ends[index]
+
+
 def colour_by_cell(trace_key: tuple, trace, vocab, text: str, tracks: dict) -> tuple[CellId, int, int]:
     """Section 1. ``trace_key`` (the model's id and the text) names the trace, so that what it draws for a
     cell is built once per server process and shared (rnnviz.ui.kit.cache.shared_value)."""
     section_header("colour")
-    cols = st.columns([1, 1, 2, 3])
+    cols = st.columns([1, 1, 2])
     cols[0].selectbox("Layer", list(range(trace.layers)), key=LAYER)
     cols[1].number_input("Unit", 0, trace.hidden - 1, step=1, key=UNIT)
     cols[2].selectbox("Quantity", list(trace.quantities), format_func=QUANTITY_LABELS.get, key=QUANTITY)
     cell = CellId(int(st.session_state[LAYER]), int(st.session_state[UNIT]), st.session_state[QUANTITY])
-    last_start = max(len(text) - WINDOW_CHARS, 0)
-    st.session_state[WINDOW] = min(max(int(st.session_state.get(WINDOW, 0)), 0), last_start)
-    if last_start > 0:
-        cols[3].slider("Window start (characters)", 0, last_start, step=50, key=WINDOW)
-    start = int(st.session_state[WINDOW])
-    end = min(start + WINDOW_CHARS, len(text))
     values = trace.cell(cell)
     r = cell_correlations(values, tracks)
     best = max(r, key=lambda f: abs(r[f]))
     st.markdown(f"**{cell.label}**: correlation with each feature over all {len(text):,} characters: "
                 + ", ".join(f"{FEATURES[f].label} r = {r[f]:+.2f}" for f in tracks)
                 + f". Strongest: **{FEATURES[best].label}**.")
-    coloured = shared_value(figures.cell_colouring_html, trace, vocab.chars if vocab else "", text, cell, start, end,
+    chars = vocab.chars if vocab else ""
+    start, end = coloured_window(trace_key, trace, chars, text, cell)
+    def coloured() -> str:  # the window's HTML, for its download: made when the button is pressed
+        return shared_value(figures.cell_colouring_html, trace, chars, text, cell, start, end,
                             key=(trace_key, cell, start, end))
-    st.html(coloured)
+
     colouring_as_text(trace_key, trace, vocab, text, cell, start, end, coloured)
     if st.toggle("Heatmap: every unit of this layer over the window", key=page_key("heatmap")):
         sort_col, shown_col = st.columns(2)

@@ -69,8 +69,47 @@ function rich(source, parent) {
   return parent;
 }
 
-function block(item, parent) {
-  if (item.metrics) {
+// Only colours the server wrote as colours are drawn (#rrggbb or rgb(r, g, b)); anything else is left out.
+const COLOUR = /^(#[0-9a-fA-F]{6}|rgb\(\s*\d{1,3}\s*,\s*\d{1,3}\s*,\s*\d{1,3}\s*\))$/;
+const colour = (value) => (typeof value === "string" && COLOUR.test(value) ? value : "");
+
+// Characters start … end − 1 of a coloured text the control's shared data holds (colortext.coloured_chars), under
+// its legend (colortext.legend_data) and the stop's words: one span per character, as colored_text_html draws it.
+function coloured(item, parent, shared) {
+  const source = shared && shared[item.coloured];
+  if (!source) return;
+  const box = html("div", "rnnviz-instant-colouring", parent);
+  const legend = html("div", "rnnviz-instant-legend", box);
+  html("div", "rnnviz-instant-legend-label", legend).textContent = item.label;
+  const scale = source.legend || {};
+  const row = html("div", "rnnviz-instant-legend-row", legend);
+  const bar = html("div", "", row);
+  const swatches = html("div", "rnnviz-instant-swatches", bar);
+  for (const swatch of scale.swatches || []) html("span", "rnnviz-instant-swatch", swatches).style.background = colour(swatch);
+  const numbers = html("div", "rnnviz-instant-numbers", bar);
+  numbers.style.width = `${22 * (scale.swatches || []).length}px`;
+  for (const value of scale.numbers || []) html("span", "", numbers).textContent = value;
+  html("div", "rnnviz-instant-meaning", row).textContent = scale.meaning || "";
+  const palette = (source.palette || []).map(colour);
+  const breaks = new Set(source.breaks || []);
+  const text = html("div", "rnnviz-instant-coloured", box);
+  const spans = document.createDocumentFragment();
+  const end = Math.min(item.end, source.glyphs.length);
+  for (let t = Math.max(item.start, 0); t < end; t++) {
+    const span = html("span", "", spans);
+    span.textContent = source.glyphs[t];
+    span.style.background = palette[source.background[t]] || "";
+    span.style.color = palette[source.foreground[t]] || "";
+    span.title = source.tips[t];
+    if (breaks.has(t)) html("br", "", spans);
+  }
+  text.appendChild(spans);
+}
+
+function block(item, parent, shared) {
+  if (item.coloured !== undefined) {
+    coloured(item, parent, shared);
+  } else if (item.metrics) {
     const row = html("div", "rnnviz-instant-metrics", parent);
     const widths = item.widths || item.metrics.map(() => 1);
     row.style.gridTemplateColumns = widths.map((w) => `minmax(0, ${w}fr)`).join(" ");
@@ -85,7 +124,7 @@ function block(item, parent) {
     const row = html("div", "rnnviz-instant-columns", parent);
     for (const part of item.columns) {
       const column = html("div", "rnnviz-instant-column", row);
-      for (const inner of part) block(inner, column);
+      for (const inner of part) block(inner, column, shared);
     }
   } else if (item.alert) {
     const box = html("div", `rnnviz-instant-alert ${item.alert}`, parent);
@@ -187,14 +226,18 @@ function writeAddress(data, index) {
 }
 
 // Each stop's view is drawn once (its equations take most of a move's time) and kept: a move swaps it in. The views
-// are drawn ahead while the page is idle, and again when the server sends other stops or KaTeX arrives.
+// are drawn ahead while the page is idle, and again when the server sends other stops or KaTeX arrives. A view with
+// a coloured window (thousands of spans, one per character) is drawn when shown and not kept: kept for every stop,
+// they would hold the text's characters hundreds of times over.
+const heavy = (view) => (view || []).some((item) => item.coloured !== undefined);
+
 function stopView(state, index) {
   let node = state.drawn[index];
   if (!node) {
     node = document.createElement("div");
     node.className = "rnnviz-instant-stop";
-    for (const item of state.data.views[index] || []) block(item, node);
-    state.drawn[index] = node;
+    for (const item of state.data.views[index] || []) block(item, node, state.data.shared);
+    if (!heavy(state.data.views[index])) state.drawn[index] = node;
   }
   return node;
 }
@@ -208,7 +251,7 @@ function drawAhead(state) {
   const idle = window.requestIdleCallback || ((callback) => setTimeout(callback, 50));
   const next = () => {
     state.ahead = null;
-    const index = state.data.views.findIndex((_, i) => !state.drawn[i]);
+    const index = state.data.views.findIndex((view, i) => !state.drawn[i] && !heavy(view));
     if (index >= 0 && !state.stopped) { stopView(state, index); state.ahead = idle(next); }
   };
   state.ahead = idle(next);

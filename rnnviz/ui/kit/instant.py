@@ -77,6 +77,15 @@ _CSS = """
 .rnnviz-instant-alert.warning { background: var(--st-yellow-background-color, rgba(255, 193, 7, 0.2));
   color: var(--st-yellow-text-color, rgb(146, 108, 5)); }
 .rnnviz-instant-caption { font-size: 0.875rem; opacity: 0.8; }
+/* A coloured window (coloured_window): in px, as colortext.legend_html and colored_text_html draw it. */
+.rnnviz-instant-legend { margin: 4px 0 8px 0; font-size: 13px; }
+.rnnviz-instant-legend-row { display: flex; align-items: flex-start; gap: 14px; }
+.rnnviz-instant-swatches { line-height: 0; }
+.rnnviz-instant-swatch { display: inline-block; width: 22px; height: 14px; }
+.rnnviz-instant-numbers { display: flex; justify-content: space-between; font-size: 13px; }
+.rnnviz-instant-meaning { font-size: 13px; opacity: 0.75; }
+.rnnviz-instant-coloured { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 15px; line-height: 1.55;
+  white-space: pre-wrap; word-break: break-all; }
 """
 
 _instant = st.components.v2.component("rnnviz_instant", js=_JS, css=_CSS, isolate_styles=False)
@@ -133,6 +142,13 @@ def alert(kind: str, markdown: str) -> Block:
 def columns(*parts: Sequence[Block]) -> Block:
     """Blocks side by side (each part a list of blocks), wrapping under each other where the page is narrow."""
     return {"columns": [list(part) for part in parts]}
+
+
+def coloured_window(shared: str, start: int, end: int, label: str) -> Block:
+    """Characters ``start`` … ``end − 1`` of the coloured text ``shared`` names in the control's shared data (sent
+    once for every stop: colortext.coloured_chars with its legend_data under "legend"), under the legend and
+    ``label``, drawn as colortext.colored_text_html draws them."""
+    return {"coloured": str(shared), "start": int(start), "end": int(end), "label": str(label)}
 
 
 @dataclass(frozen=True)
@@ -204,7 +220,7 @@ def _plain(value):
 
 
 def _mount(key: str, stops: Sequence[Stop], index: int, control: dict, link: LinkParam | None,
-           in_browser: bool) -> None:
+           in_browser: bool, shared: dict | None = None) -> None:
     values = [stop.value for stop in stops]
     data = {
         "index": index,
@@ -218,11 +234,13 @@ def _mount(key: str, stops: Sequence[Stop], index: int, control: dict, link: Lin
         "browser": in_browser,
         "quiet_ms": REPORT_QUIET_MS,
         "katex": KATEX_MODULE,
+        "shared": shared or {},
     }
     _pin_base(key, index)
     # Inside a container named after the setting's key: ?hide=<name> hides it (app.presenting), as a plain widget.
     with st.container(key=key):
-        _instant(data=_plain(data), key=_component_key(key), default={"value": None},
+        shared_data = data.pop("shared")  # plain already, and large: not copied through JSON on every run
+        _instant(data={**_plain(data), "shared": shared_data}, key=_component_key(key), default={"value": None},
                  on_value_change=_take_report, args=(key, values))
 
 
@@ -244,13 +262,14 @@ def instant_stepper(key: str, stops: Sequence[Stop], *, caption: str = "", link:
 
 
 def instant_slider(label: str, key: str, stops: Sequence[Stop], *, link: LinkParam | None = None, help: str = "",
-                   in_browser: bool = True) -> int:
+                   in_browser: bool = True, shared: dict | None = None) -> int:
     """A slider over ``stops`` with the stop's blocks under it; returns the index of the stop the session is at (the
-    nearest stop to the value a link asked for)."""
+    nearest stop to the value a link asked for). ``shared``: data every stop's blocks read (``coloured_window``'s
+    text), sent once rather than once per stop; its values must be plain JSON already."""
     values = [stop.value for stop in stops]
     index = nearest(values, st.session_state.get(key, values[0]))
     st.session_state[key] = values[index]
-    _mount(key, stops, index, {"kind": "slider", "label": label, "help": help}, link, in_browser)
+    _mount(key, stops, index, {"kind": "slider", "label": label, "help": help}, link, in_browser, shared)
     return index
 
 
