@@ -160,6 +160,7 @@ def colour_by_cell(trace_key: tuple, trace, vocab, text: str, tracks: dict) -> t
                 + f". Strongest: **{FEATURES[best].label}**.")
     chars = vocab.chars if vocab else ""
     start, end = coloured_window(trace_key, trace, chars, text, cell)
+
     def coloured() -> str:  # the window's HTML, for its download: made when the button is pressed
         return shared_value(figures.cell_colouring_html, trace, chars, text, cell, start, end,
                             key=(trace_key, cell, start, end))

@@ -234,13 +234,12 @@ def _mount(key: str, stops: Sequence[Stop], index: int, control: dict, link: Lin
         "browser": in_browser,
         "quiet_ms": REPORT_QUIET_MS,
         "katex": KATEX_MODULE,
-        "shared": shared or {},
     }
     _pin_base(key, index)
     # Inside a container named after the setting's key: ?hide=<name> hides it (app.presenting), as a plain widget.
     with st.container(key=key):
-        shared_data = data.pop("shared")  # plain already, and large: not copied through JSON on every run
-        _instant(data={**_plain(data), "shared": shared_data}, key=_component_key(key), default={"value": None},
+        # ``shared`` is plain already, and large: not copied through JSON on every run
+        _instant(data={**_plain(data), "shared": shared or {}}, key=_component_key(key), default={"value": None},
                  on_value_change=_take_report, args=(key, values))
 
 
