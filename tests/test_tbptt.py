@@ -3,11 +3,18 @@
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from rnnviz.core.charmodel import CharModel
 from rnnviz.core.config import ModelConfig
-from rnnviz.lessons.tbptt import SweepConfig, chunk_starts, gradient_reach, gradient_reach_example, train_chunk
-from tests.apptest_helpers import open_page, page_text
+from rnnviz.lessons.tbptt import (
+    SweepConfig,
+    chunk_starts,
+    example_sequence,
+    gradient_reach,
+    train_chunk,
+)
+from tests.apptest_helpers import instant_control, instant_shown, move_instant, open_page, page_text
 from tests.figure_helpers import figure, numbers
 
 LENGTH, DELAY = 12, 3
@@ -80,19 +87,60 @@ def test_an_lstm_learns_delayed_copy_only_when_k_exceeds_d():
 PAGE = "app_pages/truncated_bptt.py"
 
 
+POSITION = "tbptt_position"
+
+
+def full_bptt_reach(config: SweepConfig, chunk: int, t: int) -> np.ndarray:
+    """‖∂L_t/∂x_u‖ (t, u 1-based) by plain autograd over the whole sequence on the page's seeded, untrained LSTM; inside
+    the chunk that holds t truncation changes nothing, so there it is the page's number. L_t's label is x_t, as the
+    page takes it (any label shows where the gradient reaches)."""
+    torch.manual_seed(config.seed)
+    model = CharModel(config.run_config(chunk).model_config())
+    idx, _ = example_sequence(config)
+    x = model.inputs(idx).detach().requires_grad_(True)
+    out, _ = model.rnn(x)
+    F.cross_entropy(model.head(out[:, t - 1]), idx[:, t - 1]).backward()
+    return x.grad.norm(dim=-1).sum(dim=0).numpy()
+
+
 def test_page_draws_where_the_gradient_stops():
     at = open_page(PAGE)
     assert not at.exception
     # Defaults: L = 32, K = 6, loss at t = 12 (chunk 7 … 12), D = 4: the source x_8 is inside the chunk.
-    reach = gradient_reach_example(SweepConfig(chunks=(6,)), 6, 11)
+    reference = full_bptt_reach(SweepConfig(), 6, 12)
     bars = figure(at)["data"]
     shown = next(trace for trace in bars if trace["type"] == "bar")
-    np.testing.assert_allclose(numbers(shown["y"]), reach[6:12], rtol=1e-6)
-    assert any("inside the chunk" in s.value for s in at.success)
+    np.testing.assert_allclose(numbers(shown["y"]), reference[6:12], rtol=1e-5)
+    assert "inside the chunk" in instant_shown(at, POSITION)[1]
     at.slider(key="tbptt_view_chunk").set_value(4).run()  # K = D: chunk 9 … 12, the source x_8 is outside
     assert not at.exception
-    assert any("exactly 0" in w.value for w in at.warning)
+    assert "exactly 0" in instant_shown(at, POSITION)[1]
     assert "Train 5 runs" in " ".join(b.label for b in at.button)
+
+
+def test_loss_at_step_t_sends_every_t_for_the_browser_to_pick():
+    """"Loss at step t" answers in the browser: the page holds every t's sentence, with the engine's gradient norm
+    where the source is inside the chunk, and every t's chart as a frame; a move lands in the session and the
+    address."""
+    at = open_page(PAGE)
+    data = instant_control(at, POSITION)
+    assert data["labels"] == [str(t) for t in range(1, 33)] and data["param"] == "t" and data["index"] == 11
+    (twelve,) = data["views"][11]  # K = 6, D = 4: x_8 is in t = 12's chunk 7 … 12
+    reference = full_bptt_reach(SweepConfig(), 6, 12)
+    assert twelve["alert"] == "success"
+    assert f"\\partial x_{{8}} \\rVert = {reference[7]:.3g}$" in twelve["text"]
+    (ten,) = data["views"][9]  # x_6 is in chunk 1 … 6, before t = 10's chunk: the gradient never gets there
+    assert ten["alert"] == "warning" and "exactly 0" in ten["text"]
+    assert "caption" in data["views"][2][0]  # t = 3: x_{t−D} would be before the sequence
+    frames = figure(at)["frames"]
+    assert len(frames) == 32
+    bars = next(trace for trace in frames[19]["data"] if trace["type"] == "bar")  # t = 20: chunk 19 … 24
+    np.testing.assert_allclose(numbers(bars["y"]), full_bptt_reach(SweepConfig(), 6, 20)[18:20], rtol=1e-5)
+
+    move_instant(at, POSITION, 20)
+    assert not at.exception and at.query_params["t"] == "20"
+    assert instant_control(at, POSITION)["index"] == 19 and at.session_state[POSITION] == 20
+    assert "$x_{16}$ lies in an earlier chunk" in instant_shown(at, POSITION)[1]
 
 
 def test_page_trains_the_sweep_behind_a_button_and_keeps_the_results():
@@ -107,7 +155,7 @@ def test_page_trains_the_sweep_behind_a_button_and_keeps_the_results():
     assert shown == {f"K = {k}": f"{acc:.2f}" for k, acc in expected.items()}
     assert len(at.get("plotly_chart")) == 3
     # A rerun finds both runs in the cache: no button, the same numbers.
-    at.slider(key="tbptt_position").set_value(20).run()
+    move_instant(at, POSITION, 20)
     assert not at.exception
     assert not [b for b in at.button if b.key == "tbptt_run"]
     assert {m.label: m.value for m in at.metric} == shown

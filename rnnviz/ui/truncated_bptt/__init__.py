@@ -7,6 +7,7 @@ import streamlit as st
 from rnnviz.figures.tbptt import chunk_figure, curves_figure, sweep_figure
 from rnnviz.lessons.tbptt import SweepConfig, gradient_reach_example
 from rnnviz.ui.app.errors import fragment
+from rnnviz.ui.kit.instant import Block, Stop, alert, instant_figure, instant_slider, note
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import (
     LinkParam,
@@ -26,20 +27,47 @@ DELAY, LENGTH, STEPS = PAGE("delay"), PAGE("length"), PAGE("steps")
 VIEW_CHUNK, POSITION, CHUNKS = PAGE("view_chunk"), PAGE("position"), PAGE("chunks")
 LENGTHS = (16, 24, 32, 48)
 STEP_COUNTS = (100, 200, 400, 800, 1200, 1600)
+POSITION_LINK = LinkParam("t", POSITION, parse_int_in(1, max(LENGTHS)), example="30")
 LINK = (
     LinkParam("D", DELAY, parse_int_in(1, 12), example="7"),
     LinkParam("L", LENGTH, parse_choice(LENGTHS), example="48"),
     LinkParam("steps", STEPS, parse_choice(STEP_COUNTS), example="400"),
     LinkParam("K", VIEW_CHUNK, parse_int_in(1, max(LENGTHS)), example="10"),
-    LinkParam("t", POSITION, parse_int_in(1, max(LENGTHS)), example="30"),
+    POSITION_LINK,
     LinkParam("sweep", CHUNKS, parse_choices(chunk_choices(max(LENGTHS))), format_choices,
               example="4,8,12"),
 )
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def tbptt_reach(config: SweepConfig, chunk: int, position: int) -> np.ndarray:
-    return gradient_reach_example(config, chunk, position)
+@st.cache_data(show_spinner=False, max_entries=64)
+def tbptt_reaches(config: SweepConfig, chunk: int) -> np.ndarray:
+    """Row t − 1: ‖∂L_t/∂x_u‖ for every input u, for the loss at every step t = 1 … L."""
+    return np.stack([gradient_reach_example(config, chunk, position) for position in range(config.length)])
+
+
+def reach_sentence(position: int, delay: int, reach: np.ndarray) -> Block:
+    """Whether the loss at step t (1-based) can teach the copy: does its gradient reach the source x_{t−D}?"""
+    source = position - delay
+    if source < 1:
+        return note(f"At $t = {position}$ the target $x_{{t-D}}$ would lie before the sequence: nothing to copy yet.")
+    if reach[source - 1] == 0:
+        return alert("warning", f"The source $x_{{{source}}}$ lies in an earlier chunk: "
+                     f"$\\lVert \\partial L_{{{position}}} / \\partial x_{{{source}}} \\rVert$ is exactly 0, so this "
+                     "loss cannot teach the network to keep its input.")
+    return alert("success", f"The source $x_{{{source}}}$ is inside the chunk: "
+                 f"$\\lVert \\partial L_{{{position}}} / \\partial x_{{{source}}} \\rVert = "
+                 f"{reach[source - 1]:.3g}$, so this loss can teach the network to keep its input.")
+
+
+def position_stops(reaches: np.ndarray, delay: int) -> list[Stop]:
+    """Every loss step t = 1 … L with its sentence."""
+    return [Stop(t, (reach_sentence(t, delay, reaches[t - 1]),)) for t in range(1, len(reaches) + 1)]
+
+
+def chunk_figures(reaches: np.ndarray, chunk: int, delay: int) -> list:
+    """The chunked sequence with the loss at every step t = 1 … L."""
+    length = len(reaches)
+    return [chunk_figure(length, chunk, delay, t, reaches[t - 1]) for t in range(1, length + 1)]
 
 
 # Every control below changes only what is below: one fragment, so that a move reruns it alone (not the navigation,
@@ -61,25 +89,17 @@ def chunks_and_sweep() -> None:
     st.subheader("Where the gradient reaches")
     col_k, col_t = st.columns(2)
     view_chunk = col_k.slider("Chunk length K", 1, length, key=VIEW_CHUNK)
-    position = col_t.slider("Loss at step t", 1, length, key=POSITION)
     try:
-        base = SweepConfig(delay=delay, length=length, chunks=(view_chunk,), steps=steps, seed=seed())
+        # Without the training steps: the reach is the untrained model's, the same for every number of steps.
+        reach_config = SweepConfig(delay=delay, length=length, chunks=(view_chunk,), seed=seed())
     except ValueError as err:
         st.error(str(err))
         st.stop()
-    reach = tbptt_reach(base, view_chunk, position - 1)
-    plot(chunk_figure(length, view_chunk, delay, position, reach))
-    source = position - delay
-    if source < 1:
-        st.caption(f"At $t = {position}$ the target $x_{{t-D}}$ would lie before the sequence: nothing to copy yet.")
-    elif reach[source - 1] == 0:
-        st.warning(f"The source $x_{{{source}}}$ lies in an earlier chunk: "
-                   f"$\\lVert \\partial L_{{{position}}} / \\partial x_{{{source}}} \\rVert$ is exactly 0, so this "
-                   "loss cannot teach the network to keep its input.")
-    else:
-        st.success(f"The source $x_{{{source}}}$ is inside the chunk: "
-                   f"$\\lVert \\partial L_{{{position}}} / \\partial x_{{{source}}} \\rVert = "
-                   f"{reach[source - 1]:.3g}$, so this loss can teach the network to keep its input.")
+    # t answers in the browser: every t's sentence and figure for this (config, K) are sent with the page (kit.instant).
+    reaches = tbptt_reaches(reach_config, view_chunk)
+    with col_t:
+        instant_slider("Loss at step t", POSITION, position_stops(reaches, delay), link=POSITION_LINK)
+    instant_figure(POSITION, "chunks", lambda: chunk_figures(reaches, view_chunk, delay), cache=reach_config)
 
     st.subheader("The experiment: sweep K against D")
     chunks = st.pills("Chunk lengths K to train", chunk_choices(length), selection_mode="multi", key=CHUNKS)
