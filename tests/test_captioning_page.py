@@ -6,13 +6,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import torch
 
 from rnnviz.captioning import api as M
 from rnnviz.captioning import shipped, world
 from rnnviz.figures import captioning as fig
 from rnnviz.ui.captioning import scene as scene_builder
 from rnnviz.ui.captioning import sections
-from tests.apptest_helpers import column_formats, open_page, page_text
+from tests.apptest_helpers import column_formats, instant_control, move_instant, open_page, page_text
 from tests.figure_helpers import numbers
 
 PAGE = "app_pages/captioning.py"
@@ -80,29 +81,57 @@ def test_beam_width_changes_the_beams_and_the_table_shows_whole_captions():
     assert len(beam_rows(at)) == 1
 
 
-def test_topk_bars_are_the_distribution_word_t_was_chosen_from_and_the_title_says_so():
-    """Word t of the caption (w₀ = <START>, so ids[t − 1]) is drawn from p(w_t | w_<t, v): the bars pair each word
-    with the engine's probability at that step, the highlighted bar is word t itself, and the title names it."""
+def reference_distributions(join: str, image: np.ndarray, ids: list[int]) -> torch.Tensor:
+    """p(w_t | w_<t, v) for t = 1 … T: the shipped captioner's own forward pass on <START> w_1 … w_{T−1}, through
+    torch's softmax (row t − 1 is word t's)."""
+    model = shipped.load(join)[0].eval()
+    with torch.no_grad():
+        logits, _ = model(M.pixels(image[None]), torch.tensor([[M.START_ID, *ids[:-1]]]))
+    return torch.softmax(logits[0], -1)
+
+
+def check_word_stops(at, join: str) -> list[int]:
+    """Every stop of the word slider the server sent: the caption line marks word t, and frame t of the top-k chart
+    holds the six most probable words of p(w_t | w_<t, v) with their probabilities, word t highlighted."""
+    image = _image(at)
+    ids = M.greedy(shipped.load(join)[0], M.pixels(image[None]))[0]
+    probs = reference_distributions(join, image, ids).numpy()
+    words = [M.VOCAB[i] for i in ids]
+    sent = instant_control(at, "cap_t")
+    assert [stop[0]["text"] for stop in sent["views"]] == [
+        " ".join(["<START>", *words[:t - 1], f"**[{words[t - 1]}]**", *words[t:]]) for t in range(1, len(ids) + 1)]
+    frames = chart(at, "cap_t_figure_topk")["frames"]
+    assert len(frames) == len(ids)
+    for t, frame in enumerate(frames, start=1):
+        assert int(np.argmax(probs[t - 1])) == ids[t - 1]  # greedy: word t is the most probable
+        bars = frame["data"][0]
+        shown_pairs = dict(zip(bars["y"], numbers(bars["x"])))
+        assert len(shown_pairs) == 6
+        for word, p in shown_pairs.items():
+            assert p == pytest.approx(probs[t - 1][M.INDEX[word]], abs=1e-5), (t, word)
+        assert sorted(shown_pairs.values(), reverse=True) == pytest.approx(np.sort(probs[t - 1])[::-1][:6], abs=1e-5)
+        highlighted = [w for w, c in zip(bars["y"], bars["marker"]["color"]) if c == fig.CHOSEN]
+        assert highlighted == [words[t - 1]], t
+        title = frame["layout"]["title"]["text"]
+        assert "p(w<sub>t</sub> | w<sub>&lt;t</sub>, v)" in title and f"t = {t}" in title, title
+    return ids
+
+
+def test_word_t_answers_in_the_browser_from_every_stop_the_engine_computed_and_the_address_follows():
+    """Word t of the caption (w₀ = <START>, so ids[t − 1]) is drawn from p(w_t | w_<t, v): every stop is sent with
+    the page, each marking its word and charting that distribution; a move lands in the session and the address,
+    and the other captioner's caption brings its own stops (not the first one's, kept for another caption)."""
     at = open_page(PAGE)
-    t = 4  # "a large red circle ...": the shape word
-    at.slider(key="cap_t").set_value(t).run()
     assert not at.exception
-    model = shipped.load("every")[0]
-    x = M.pixels(_image(at)[None])
-    ids = M.greedy(model, x)[0]
-    probs = M.step_distributions(model, x, ids)[t - 1].numpy()  # the distribution ids[t − 1] was chosen from
-    spec = chart(at, "cap_topk_fig")
-    bars = spec["data"][0]
-    shown_pairs = dict(zip(bars["y"], numbers(bars["x"])))
-    assert len(shown_pairs) == 6
-    for word, p in shown_pairs.items():
-        assert p == pytest.approx(probs[M.INDEX[word]], abs=1e-6), word
-    assert sorted(shown_pairs.values(), reverse=True) == pytest.approx(np.sort(probs)[::-1][:6], abs=1e-6)
-    highlighted = [w for w, c in zip(bars["y"], bars["marker"]["color"]) if c == fig.CHOSEN]
-    assert highlighted == [M.VOCAB[ids[t - 1]]] == ["circle"]
-    title = spec["layout"]["title"]["text"]
-    assert "p(w<sub>t</sub> | w<sub>&lt;t</sub>, v)" in title and f"t = {t}" in title, title
-    assert f"**[{M.VOCAB[ids[t - 1]]}]**" in page_text(at)  # the caption line marks the same word
+    ids = check_word_stops(at, "every")
+    assert M.VOCAB[ids[3]] == "circle"  # "a large red circle ...": the default t = 4 is the shape word
+    assert instant_control(at, "cap_t")["index"] == 3
+    move_instant(at, "cap_t", 6)
+    assert not at.exception
+    assert at.session_state["cap_t"] == 6 and at.query_params["t"] == "6"
+    assert instant_control(at, "cap_t")["index"] == 5
+    at.radio(key="cap_join").set_value("h0").run()
+    check_word_stops(at, "h0")
 
 
 def test_saliency_of_a_chosen_word_reports_the_engine_share():

@@ -19,7 +19,7 @@ PROJECTOR = {"width": 1024, "height": 768}
 SALIENCY_RASTERS = """() => [...document.querySelectorAll('.st-key-cap_saliency_fig .js-plotly-plot image')]
     .map(e => e.getBoundingClientRect()).sort((a, b) => a.x - b.x).map(r => [r.x, r.y, r.width, r.height])"""
 # Each top-k bar's probability label and how far it sticks out of the chart's drawing (px; 0 when inside).
-TOPK_LABELS_OUTSIDE = """() => { const chart = document.querySelector('.st-key-cap_topk_fig .js-plotly-plot');
+TOPK_LABELS_OUTSIDE = """() => { const chart = document.querySelector('.st-key-cap_t_figure_topk .js-plotly-plot');
     const svg = chart.querySelector('.main-svg').getBoundingClientRect();
     return [...chart.querySelectorAll('.bartext')].map(e => { const r = e.getBoundingClientRect();
         return [e.textContent, Math.max(0, svg.left - r.left, r.right - svg.right)]; }); }"""
@@ -65,7 +65,7 @@ def test_build_a_scene_caption_it_change_the_beam_width_and_see_saliency(page, b
     wait_idle(page)
     expect(page.locator(".st-key-cap_beam_fig .js-plotly-plot")).to_have_count(1, timeout=30_000)
     expect(page.locator(".st-key-cap_beam_fig .js-plotly-plot")).to_be_visible(timeout=30_000)
-    expect(page.locator(".st-key-cap_topk_fig .js-plotly-plot")).to_be_visible()
+    expect(page.locator(".st-key-cap_t_figure_topk .js-plotly-plot")).to_be_visible()
     assert no_exception(page)
     saliency = page.locator(".st-key-cap_saliency_fig .js-plotly-plot")
     saliency.scroll_into_view_if_needed()
@@ -118,7 +118,7 @@ def test_long_beam_captions_and_the_top_k_labels_are_whole_at_projector_width(pa
         expect(table.get_by_role("cell", name=beam.text, exact=True)).to_be_visible(timeout=30_000)
     cut, overflow = page.evaluate(BEAM_TABLE_CUT)
     assert cut == [] and overflow <= 1, (cut, overflow)
-    expect(page.locator(".st-key-cap_topk_fig .js-plotly-plot")).to_be_visible()
+    expect(page.locator(".st-key-cap_t_figure_topk .js-plotly-plot")).to_be_visible()
     labels = page.evaluate(TOPK_LABELS_OUTSIDE)
     assert len(labels) == 6 and all(out <= 0.5 for _, out in labels), labels
     assert no_exception(page)

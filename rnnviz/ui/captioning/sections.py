@@ -4,6 +4,7 @@ once; training and the p sweep run behind buttons with progress bars and are sto
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -15,11 +16,14 @@ from rnnviz.captioning import shipped, world
 from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.figures import captioning as fig
 from rnnviz.figures import describe
+from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.captioning.scene import PAGE, page_key
 from rnnviz.ui.kit.cache import NotComputed, lookup, remember, shared_value
+from rnnviz.ui.kit.instant import Stop, figure_key, instant_figure, instant_slider, text
 from rnnviz.ui.kit.links import (
     LinkParam,
     format_choices,
+    mirror_to_link,
     parse_choice,
     parse_choices,
     parse_float_in,
@@ -43,6 +47,9 @@ JOIN_LABELS = {"every": "v at every step", "h0": "v only in the initial state h�
 METHODS = ("greedy", "beam search", "sampling")
 SALIENCY_METHODS = ("gradient", "occlusion")
 MAX_WORDS = 64  # a link's word t: more than any caption the decoder writes; the page keeps t inside the caption
+TOP_K = 6  # bars of the top-k figure
+WORD = page_key("t")
+WORD_LINK = LinkParam("t", WORD, parse_int_in(1, MAX_WORDS), example="2")
 DEFAULTS = {page_key("beam"): 3, page_key("temp"): 1.0, page_key("ex_join"): "h0",
             page_key("sweep_ps"): [0.25, 0.5, 0.75, 1.0], page_key("train_p"): 0.9, page_key("train_steps"): 700}
 LINK = (
@@ -50,7 +57,7 @@ LINK = (
     LinkParam("decoding", page_key("method"), parse_choice(METHODS), example="beam search"),
     LinkParam("beam", page_key("beam"), parse_int_in(1, 10), example="5"),
     LinkParam("temperature", page_key("temp"), parse_float_in(0.1, 2.0), lambda v: f"{v:g}", example="0.7"),
-    LinkParam("t", page_key("t"), parse_int_in(1, MAX_WORDS), example="2"),
+    WORD_LINK,
     LinkParam("saliency_word", page_key("sal_word"), parse_int_in(1, MAX_WORDS), example="1"),
     LinkParam("saliency", page_key("sal_method"), parse_choice(SALIENCY_METHODS), example="occlusion"),
     LinkParam("example_join", page_key("ex_join"), parse_choice(list(M.JOINS)), example="every"),
@@ -124,7 +131,10 @@ def decode_section(caps: Captioners, image: np.ndarray) -> tuple[M.Captioner, li
     model = caps.models[join]
     x = M.pixels(image[None])
     tree = None
+    # What the caption is computed from: the captioner, the image, the decoding and its setting.
+    decoded = (caps.source, join, model.config, hashlib.sha1(image.tobytes()).hexdigest(), method)
     if method == "beam search":
+        decoded += (width,)
         beams, tree = M.beam_search(model, x, width)
         ids = list(beams[0].ids)
         # A markdown table: it wraps a long caption only where the column ends (st.dataframe cut it, "…right on g";
@@ -138,25 +148,52 @@ def decode_section(caps: Captioners, image: np.ndarray) -> tuple[M.Captioner, li
         if method == "greedy":
             ids = M.greedy(model, x)[0]
         else:
-            ids = M.sample(model, x, temperature, seed=sidebar_seed())[0]
+            seed = sidebar_seed()
+            decoded += (temperature, seed)
+            ids = M.sample(model, x, temperature, seed=seed)[0]
         st.markdown(f"**{method.capitalize()} caption:**")
         st.markdown(f"### {shown(ids)}")
     probs = M.step_distributions(model, x, ids)  # (T, V): row t − 1 is p(w_t | w_<t, v), w_0 = <START>
     words = [M.VOCAB[i] for i in ids]  # w_1 … w_T
-    st.session_state[page_key("t")] = min(st.session_state.get(page_key("t"), 4), len(ids))  # inside this caption
-    t = st.slider(r"Word $t$: the words before it, and $p(w_t \mid w_{<t}, v)$, the distribution it was chosen from",
-                  1, len(ids), key=page_key("t")) if len(ids) > 1 else 1
-    st.markdown(" ".join([literal(M.START)] + [f"**[{literal(w)}]**" if k == t else literal(w)
-                                                for k, w in enumerate(words, start=1)]))
-    top = torch.topk(probs[t - 1], 6)
+    st.session_state[WORD] = min(st.session_state.get(WORD, 4), len(ids))  # inside this caption
+    word_by_word(words, probs, tree, (PAGE, "topk", *decoded))
+    return model, ids
+
+
+def marked_line(words: list[str], t: int) -> str:
+    """The caption from <START> with word t in bold brackets (the caption's words are the vocabulary's, which holds
+    no ** or $ for the browser's text to read as markup)."""
+    return " ".join([M.START] + [f"**[{w}]**" if k == t else w for k, w in enumerate(words, start=1)])
+
+
+def topk_at(words: list[str], probs: torch.Tensor, t: int):
+    """The top-k figure of word t: p(w_t | w_<t, v), row t − 1 of ``probs``."""
+    top = torch.topk(probs[t - 1], TOP_K)
+    return fig.topk_figure([M.VOCAB[i] for i in top.indices.tolist()], top.values.tolist(), words[t - 1], t)
+
+
+# Word t answers in the browser: every t's caption line and top-k figure are sent with the page, and a move shows
+# its own in the frame of the move (kit.instant). The beam tree does not depend on t and stays as drawn.
+@fragment
+def word_by_word(words: list[str], probs: torch.Tensor, tree, decoded: tuple) -> None:
+    if len(words) > 1:
+        # No $math$ in the label: the kit draws a label once, before KaTeX has loaded, and it stays as typed.
+        instant_slider("Word t: the words before it, and p(w_t | w_<t, v), the distribution it was chosen from",
+                       WORD, [Stop(t, (text(marked_line(words, t)),)) for t in range(1, len(words) + 1)],
+                       link=WORD_LINK)
+        mirror_to_link((WORD_LINK,))
+    else:
+        st.markdown(" ".join([literal(M.START), f"**[{literal(words[0])}]**"]))
     cols = st.columns([1, 2] if tree is not None else [1, 1])
     with cols[0]:
-        plot(fig.topk_figure([M.VOCAB[i] for i in top.indices.tolist()], top.values.tolist(), words[t - 1], t),
-             key=page_key("topk_fig"))
+        if len(words) > 1:
+            instant_figure(WORD, "topk", lambda: [topk_at(words, probs, t) for t in range(1, len(words) + 1)],
+                           cache=decoded)
+        else:
+            plot(topk_at(words, probs, 1), key=figure_key(WORD, "topk"))  # one name for the chart, slider or not
     if tree is not None:
         with cols[1]:
             plot(fig.beam_tree_figure(tree, M.VOCAB), key=page_key("beam_fig"))
-    return model, ids
 
 
 # ---------------------------------------------------------------------------------------------------------
