@@ -93,10 +93,13 @@ def shows(page, key: str, stop: str, charts: int) -> None:
 
 
 def reported(page, query: str) -> None:
-    """The server has heard of the moves: its run is over and the address holds ``query``."""
+    """The server has heard of the moves: its run is over, the address holds ``query``, and every control's session
+    value (the stop the server's last run drew it at) is the stop it shows."""
     try:
         page.wait_for_function(
-            "(query) => window.__instant.states.includes('notRunning') && window.location.search.includes(query)",
+            """(query) => window.__instant.states.includes('notRunning') && window.location.search.includes(query)
+                && [...document.querySelectorAll('.rnnviz-instant:not(.rnnviz-instant-follower)')]
+                    .every(root => root.dataset.server === root.dataset.shown)""",
             arg=query, timeout=30_000)
     except PlaywrightTimeout:
         raise AssertionError(f"no report: {page.evaluate('() => window.__instant')} at {page.url}") from None

@@ -297,7 +297,7 @@ function report(state, index) {
     if (state.pressed) { state.reportTimer = setTimeout(send, state.data.quiet_ms); return; }
     state.reportTimer = null;
     state.seq += 1;
-    state.setStateValue("value", { index, seq: state.seq });
+    state.setStateValue("move", { index, seq: state.seq });
     state.resendTimer = setTimeout(() => {
       if (!state.stopped && state.data.seq < state.seq && resends++ < RESENDS) send();
     }, RESEND_MS);
@@ -401,6 +401,8 @@ export default function ({ data, parentElement, setStateValue }) {
   }
   state.setStateValue = setStateValue;
   state.data = data;
+  // The stop the session is at on the server (tests and the bench wait for it to be the one shown)
+  state.root.dataset.server = data.labels[Math.min(data.index, data.labels.length - 1)];
   // The server's stop, once it has heard of every move (none waits to be sent, none is on its way).
   if (data.seq >= state.seq && !state.reportTimer) {
     state.seq = data.seq;

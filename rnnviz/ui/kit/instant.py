@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -195,7 +196,7 @@ def _take_report(key: str, values: Sequence) -> None:
     """on_change: the browser moved the control to a stop; the session holds its value from now on. The report's
     number is kept even when its stop is not taken, so that the browser takes the server's stop again."""
     state = st.session_state.get(_component_key(key))
-    reported = state.get("value") if hasattr(state, "get") else None
+    reported = state.get("move") if hasattr(state, "get") else None
     if not isinstance(reported, dict) or not isinstance(reported.get("seq"), int):
         return
     st.session_state[_seq_key(key)] = reported["seq"]
@@ -239,8 +240,8 @@ def _mount(key: str, stops: Sequence[Stop], index: int, control: dict, link: Lin
     # Inside a container named after the setting's key: ?hide=<name> hides it (app.presenting), as a plain widget.
     with st.container(key=key):
         # ``shared`` is plain already, and large: not copied through JSON on every run
-        _instant(data={**_plain(data), "shared": shared or {}}, key=_component_key(key), default={"value": None},
-                 on_value_change=_take_report, args=(key, values))
+        _instant(data={**_plain(data), "shared": shared or {}}, key=_component_key(key), default={"move": None},
+                 on_move_change=partial(_take_report, key, values))
 
 
 def instant_stepper(key: str, stops: Sequence[Stop], *, caption: str = "", link: LinkParam | None = None,
