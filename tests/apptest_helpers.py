@@ -94,12 +94,15 @@ def _block_texts(block: dict) -> list[str]:
 
 
 def instant_shown(at: AppTest, key: str) -> tuple[dict[str, str], str]:
-    """What the control ``key`` shows at the server's stop, as the browser draws it: its numbers ({label: value}) and
-    all its text (the stepper's caption, equations, sentences, alerts), joined."""
+    """What the control ``key`` (or blocks that follow one: kit.instant.figure_key) shows at the server's stop, as the
+    browser draws it: its numbers ({label: value}) and all its text (the stepper's caption, equations, sentences,
+    alerts), joined."""
     data = instant_control(at, key)
     blocks = data["views"][data["index"]]
     numbers = {label: value for block in blocks for label, value in block.get("metrics", [])}
-    caption = data["control"].get("caption", "").replace("{step}", data["labels"][data["index"]])
+    caption = data["control"].get("caption", "")
+    if caption:
+        caption = caption.replace("{step}", data["labels"][data["index"]])
     return numbers, "\n".join([caption, *(text for block in blocks for text in _block_texts(block))])
 
 

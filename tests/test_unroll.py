@@ -7,11 +7,14 @@ from torch import nn
 from torch.autograd.functional import jacobian
 
 from rnnviz.core.cells import CellWeights, rnn_cell
-from rnnviz.lessons.unroll import UnrollConfig, build_network, forward, unroll
-from tests.apptest_helpers import open_page, page_text
+from rnnviz.lessons.unroll import MAX_STEPS, UnrollConfig, build_network, forward, unroll
+from rnnviz.ui.kit.instant import figure_key
+from tests.apptest_helpers import instant_control, instant_shown, move_instant, open_page, page_text
 from tests.figure_helpers import figure, figure_texts, numbers
 
 PAGE = "app_pages/unrolling_bptt.py"
+STEPS = "unroll_steps"
+CHECK = figure_key(STEPS, "check")  # the gradient check beside the bars, which follows T
 
 CONFIGS = [
     UnrollConfig(),
@@ -118,20 +121,42 @@ def test_page_shows_the_measured_norms_and_the_gradient_check():
         assert f"{norm:.2f}" in labels  # every recurrent edge carries its ‖∂h_t/∂h_{t−1}‖₂
     bars = figure(at, 1)["data"][0]
     np.testing.assert_allclose(numbers(bars["y"]), result.step_grad_norms, rtol=1e-12)
-    metrics = {m.label: m.value for m in at.metric}
+    metrics, text = instant_shown(at, CHECK)
     assert float(metrics["max |Σ parts − autograd|"]) < 1e-12
     assert metrics["loss L"] == f"{result.loss:.4f}"
-    assert r"\text{(autograd)}" in page_text(at)
+    assert r"\text{(autograd)}" in text
+
+
+def test_every_t_is_sent_with_its_figures_and_check_and_the_address_follows_a_move():
+    """T answers in the browser: the stop of each T holds that T's unrolled network's numbers (each T builds its
+    own network, as the engine does for UnrollConfig(steps=T)), and a move lands in the session and the address."""
+    at = open_page(PAGE)
+    assert instant_control(at, STEPS)["labels"] == [str(t) for t in range(2, MAX_STEPS + 1)]
+    check = instant_control(at, CHECK)
+    graph, bars = figure(at, 0), figure(at, 1)
+    for steps in (2, 9, MAX_STEPS):
+        result = unroll(UnrollConfig(steps=steps))
+        frame = {f["name"]: f for f in bars["frames"]}[str(steps - 2)]
+        np.testing.assert_allclose(numbers(frame["data"][0]["y"]), result.step_grad_norms, rtol=1e-12)
+        labels = figure_texts({f["name"]: f for f in graph["frames"]}[str(steps - 2)])
+        assert all(f"{norm:.2f}" in labels for norm in result.jacobian_norms)
+        shown = {label: value for block in check["views"][steps - 2] for label, value in block.get("metrics", [])}
+        assert shown["loss L"] == f"{result.loss:.4f}"
+    move_instant(at, STEPS, 9)
+    assert not at.exception
+    assert at.query_params["T"] == "9"
+    assert instant_shown(at, CHECK)[0]["loss L"] == f"{unroll(UnrollConfig(steps=9)).loss:.4f}"
 
 
 def test_page_follows_the_loss_attachment_and_the_sliders():
     at = open_page(PAGE)
     at.segmented_control(key="unroll_attach").set_value("many-to-one").run()
     at.radio(key="unroll_pool").set_value("mean").run()
-    at.slider(key="unroll_steps").set_value(9).run()
+    move_instant(at, STEPS, 9)
     assert not at.exception
     result = unroll(UnrollConfig(steps=9, attach="many-to-one", pool="mean"))
-    np.testing.assert_allclose(numbers(figure(at, 1)["data"][0]["y"]), result.step_grad_norms, rtol=1e-12)
+    bars = {f["name"]: f for f in figure(at, 1)["frames"]}["7"]  # T = 9, the browser's frame
+    np.testing.assert_allclose(numbers(bars["data"][0]["y"]), result.step_grad_norms, rtol=1e-12)
     at.segmented_control(key="unroll_attach").set_value("one-to-many").run()
     at.radio(key="unroll_feed").set_value("previous output").run()
     assert not at.exception

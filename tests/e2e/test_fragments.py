@@ -23,7 +23,7 @@ FIGURE = "document.querySelectorAll(\"[data-testid='stMain'] [data-testid='stPlo
 
 # page address, how to move its control (slider label or a button's key), the index of a figure the move changes
 CONTROLS = [
-    ("unrolling-bptt", ("slider", "Steps T"), 0),
+    ("unrolling-bptt", ("slider", "Hidden size H"), 0),
     ("truncated-bptt", ("slider", "Chunk length K"), 0),
     # The decay curves; section 1's σ₁ chart redraws in the browser (tests/e2e/test_gradients_gates.py).
     ("gradient-decay?section=tanh", ("slider", "σ₁"), 1),

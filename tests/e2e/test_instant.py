@@ -2,14 +2,19 @@
 script run, the address follows it, and the page opened anew at that address (a full server run at the setting)
 shows the same numbers, equations and figures."""
 
+import json
+
+import numpy as np
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from rnnviz.charlm.corpus import load_builtin
 from rnnviz.lessons import gradients
 from rnnviz.lessons.stacked import StackConfig, computation_order, run_stack
+from rnnviz.lessons.unroll import UnrollConfig, unroll
 from rnnviz.ui.kit.models import held_out_text
 from tests.e2e.harness import APP_IDLE, open_app_page, wait_idle
+from tests.figure_helpers import numbers
 
 # The app's script states from now on, and (a control's key given) each stop the control shows with the states
 # seen before it.
@@ -24,9 +29,9 @@ WATCH = """(key) => {
 }"""
 
 # What the control's view and its charts show: the stop, the stepper's caption, the numbers under their labels' TeX,
-# every equation's TeX, the sentences' words, each coloured window's legend, characters, colours and tooltips, and
-# per chart the stop it draws, every text drawn in its SVG, and its
-# traces, annotations and shapes.
+# every equation's TeX, the sentences' words, each coloured window's legend, characters, colours and tooltips, what
+# the blocks that follow the control elsewhere show (kit.instant.instant_blocks), and per chart the stop it draws,
+# every text drawn in its SVG, and its traces, annotations and shapes.
 READ = """(key) => {
     const tex = el => [...el.querySelectorAll('annotation[encoding="application/x-tex"]')].map(a => a.textContent);
     const words = el => { const copy = el.cloneNode(true); copy.querySelectorAll('.katex').forEach(k => k.remove());
@@ -34,12 +39,14 @@ READ = """(key) => {
     const root = document.querySelector(`.st-key-${key}_instant .rnnviz-instant`);
     const view = root.querySelector('.rnnviz-instant-view');
     const charts = [...document.querySelectorAll(`[class*="st-key-${key}_figure_"] [data-testid='stPlotlyChart']`)];
+    const metrics = el => [...el.querySelectorAll('.rnnviz-instant-metric')].map(m => [
+        tex(m).join(' ') || m.querySelector('.rnnviz-instant-metric-label').textContent,
+        m.querySelector('.rnnviz-instant-metric-value').textContent]);
+    const followers = [...document.querySelectorAll(`[class*="st-key-${key}_figure_"] .rnnviz-instant-follower`)];
     return {
         shown: root.dataset.shown,
         caption: words(root.querySelector('.rnnviz-instant-control')),
-        metrics: [...view.querySelectorAll('.rnnviz-instant-metric')].map(m => [
-            tex(m).join(' ') || m.querySelector('.rnnviz-instant-metric-label').textContent,
-            m.querySelector('.rnnviz-instant-metric-value').textContent]),
+        metrics: metrics(view),
         equations: tex(view),
         words: words(view),
         colourings: [...view.querySelectorAll('.rnnviz-instant-colouring')].map(box => {
@@ -49,6 +56,8 @@ READ = """(key) => {
                     colours: spans.map(span => `${span.style.background}/${span.style.color}`),
                     titles: spans.map(span => span.title)};
         }),
+        followers: followers.map(f => ({shown: f.dataset.index, metrics: metrics(f), equations: tex(f),
+                                         words: words(f)})),
         charts: charts.map(chart => {
             const gd = chart.querySelector('.js-plotly-plot');
             const plain = v => v && ArrayBuffer.isView(v) ? Array.from(v) : v;
@@ -221,3 +230,26 @@ def test_the_explorers_window_slides_in_the_browser_as_the_server_would(page, ba
     assert "characters 1,050–3,049" in colouring["legend"]
     reported(page, "window=1050")
     assert opened_anew(page, base_url, "explorer_window", 0) == moved
+
+
+def test_unrollings_t_redraws_the_network_the_bars_and_the_check_in_the_browser_as_the_server_would(page, base_url):
+    open_app_page(page, base_url, "unrolling-bptt")
+    shows(page, "unroll_steps", "6", 2)
+    page.evaluate(WATCH, "unroll_steps")
+    slider = page.locator(".st-key-unroll_steps input[type='range']")
+    slider.focus()
+    for _ in range(3):
+        slider.press("ArrowRight")  # T 6 → 9
+    shows(page, "unroll_steps", "9", 2)
+    assert all(states == [] for _, states in page.evaluate("() => window.__instant.shown"))  # no script ran
+    moved = read(page, "unroll_steps")
+    result = unroll(UnrollConfig(steps=9))  # the engine's network at T = 9 (checked against autograd in test_unroll)
+    (check,) = moved["followers"]
+    assert check["shown"] == "7" and dict(check["metrics"])["loss L"] == f"{result.loss:.4f}"
+    assert any(r"\text{(autograd)}" in equation for equation in check["equations"])
+    graph, bars = moved["charts"]
+    assert all(f"{norm:.2f}" in graph["texts"] for norm in result.jacobian_norms)
+    (trace,) = (json.loads(trace) for trace in bars["traces"])
+    np.testing.assert_allclose(numbers(trace[2]), result.step_grad_norms, rtol=1e-9)  # y: each step's ‖∂L/∂W_hh|_t‖
+    reported(page, "T=9")
+    assert opened_anew(page, base_url, "unroll_steps", 2) == moved

@@ -9,7 +9,6 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.harness import ROOT, open_app_page, wait_idle
-from tests.e2e.test_gradients_gates import nudge_slider
 from tests.e2e.test_links import copied_link
 from tests.test_teacher_pages import OWN_TEXT
 
@@ -122,7 +121,9 @@ def test_explorer_colours_by_sign_and_own_text_ranks_a_feature_that_varies(page,
 
 def test_unrolling_bar_labels_and_truncated_bptt_value_labels(page, base_url):
     open_app_page(page, base_url, "unrolling-bptt")
-    nudge_slider(page, "Steps T", "ArrowRight", presses=6)  # T = 12: the most bars
+    steps = page.locator(".st-key-unroll_steps input[type='range']")  # T answers in the browser (kit.instant)
+    steps.focus()
+    steps.press("End")  # T = 12: the most bars
     bars = page.locator("[data-testid='stPlotlyChart']").nth(1)
     labels = bars.locator("g.textpoint text, text.bartext")
     expect(labels).to_have_count(12)

@@ -276,10 +276,48 @@ function drawControl(state) {
   root.dataset.index = String(state.index);
 }
 
+// Blocks that follow the control elsewhere on the page (instant.py's instant_blocks): the control shows them its stop.
+function followers(state) {
+  return document.querySelectorAll(`[class*="st-key-${state.data.figures}"] .rnnviz-instant-follower`);
+}
+
 function draw(state) {
   drawControl(state);
   drawView(state);
   syncFrames(state);
+  for (const node of followers(state)) if (node.__rnnvizShow) node.__rnnvizShow(state.index);
+}
+
+// A follower shows the stop its control shows in the browser (which may be ahead of the server's), else the server's.
+function follow(data, parentElement) {
+  let state = parentElement.__rnnvizInstant;
+  if (!state || state.kind !== "follower") {
+    if (state && state.root) state.root.remove();
+    state = { kind: "follower", drawn: [], katexDrawn: Boolean(katex) };
+    parentElement.__rnnvizInstant = state;
+    state.root = html("div", "rnnviz-instant rnnviz-instant-follower", parentElement);
+    state.view = html("div", "rnnviz-instant-view", state.root);
+    state.view.setAttribute("aria-live", "polite");
+    state.root.__rnnvizShow = (index) => {
+      state.index = Math.min(Math.max(index, 0), state.data.views.length - 1);
+      state.root.dataset.index = String(state.index);
+      state.root.dataset.shown = String(state.index);  // (a view drawn: what tests and the bench wait for)
+      drawView(state);
+    };
+  }
+  state.data = data;
+  const views = JSON.stringify(data.views);
+  if (views !== state.viewsText) { state.viewsText = views; state.drawn = []; }
+  const control = document.querySelector(`.st-key-${data.control.of} .rnnviz-instant:not(.rnnviz-instant-follower)`);
+  const shown = control ? Number(control.dataset.index) : NaN;
+  state.root.__rnnvizShow(Number.isInteger(shown) ? shown : data.index);
+  loadKatex(data.katex, () => {
+    if (state.katexDrawn) return;
+    state.katexDrawn = true;
+    state.drawn = [];
+    drawView(state);
+  });
+  return () => { if (!document.body.contains(state.root)) parentElement.__rnnvizInstant = null; };
 }
 
 // The server hears of the stop once the control has been still for data.quiet_ms (at once where the page needs
@@ -369,7 +407,8 @@ function build(state, parentElement) {
     const label = html("label", "rnnviz-instant-label", slider);
     const id = `rnnviz-instant-${Math.random().toString(36).slice(2)}`;
     label.htmlFor = id;
-    rich(state.data.control.label, html("span", "", label));
+    state.label = html("span", "", label);
+    rich(state.data.control.label, state.label);
     state.shown = html("span", "rnnviz-instant-shown", label);
     if (state.data.control.help) label.title = state.data.control.help;
     const range = html("input", "rnnviz-instant-range", slider);
@@ -390,6 +429,7 @@ function build(state, parentElement) {
 }
 
 export default function ({ data, parentElement, setStateValue }) {
+  if (data.control.kind === "follower") return follow(data, parentElement);
   let state = parentElement.__rnnvizInstant;
   if (!state || state.kind !== data.control.kind) {
     if (state && state.stop) state.stop();
@@ -415,6 +455,8 @@ export default function ({ data, parentElement, setStateValue }) {
     if (state.katexDrawn) return;
     state.katexDrawn = true;
     state.drawn = [];
+    if (state.label) { state.label.replaceChildren(); rich(state.data.control.label, state.label); }
+    drawControl(state);
     drawView(state);
     drawAhead(state);
   });

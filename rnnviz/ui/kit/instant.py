@@ -7,7 +7,8 @@ A view is two parts, drawn from the same stops:
 - ``instant_stepper`` or ``instant_slider``: the control, with the stop's numbers, equations and sentences under it
   (``Stop``'s blocks, built with ``metrics``, ``latex``, ``text``, ``note``, ``alert`` and ``columns``);
 - ``instant_figure``: a plotly chart that holds every stop's figure as one of plotly's own frames; the control makes
-  the chart draw the stop's frame (it stays a Streamlit chart: its toolbar, its size, the room's fonts).
+  the chart draw the stop's frame (it stays a Streamlit chart: its toolbar, its size, the room's fonts);
+- ``instant_blocks``: a stop's blocks away from the control (numbers beside a figure), which show the control's stop.
 
 The control writes the stop into the page's address at once (its ``LinkParam``'s name), and tells the server once
 it has been still for a moment: the value lands in ``st.session_state[key]``, where the page's links read it. That
@@ -181,6 +182,10 @@ def _reported_key(key: str) -> str:
     return f"_instant_reported_{key}"
 
 
+def _index_key(key: str) -> str:
+    return f"_instant_index_{key}"
+
+
 def nearest(values: Sequence, value) -> int:
     """The index of the value in ``values`` equal to ``value``, or else nearest to it (numbers), or else 0."""
     for i, candidate in enumerate(values):
@@ -237,6 +242,7 @@ def _mount(key: str, stops: Sequence[Stop], index: int, control: dict, link: Lin
         "katex": KATEX_MODULE,
     }
     _pin_base(key, index)
+    st.session_state[_index_key(key)] = index
     # Inside a container named after the setting's key: ?hide=<name> hides it (app.presenting), as a plain widget.
     with st.container(key=key):
         # ``shared`` is plain already, and large: not copied through JSON on every run
@@ -271,6 +277,15 @@ def instant_slider(label: str, key: str, stops: Sequence[Stop], *, link: LinkPar
     st.session_state[key] = values[index]
     _mount(key, stops, index, {"kind": "slider", "label": label, "help": help}, link, in_browser, shared)
     return index
+
+
+def instant_blocks(key: str, name: str, views: Sequence[Sequence[Block]]) -> None:
+    """Blocks that follow the control ``key`` (drawn before it in the same run) elsewhere on the page: ``views[i]``
+    is what stop i shows here (numbers beside a figure, say, rather than under the control)."""
+    data = {"index": int(st.session_state.get(_index_key(key), 0)), "views": [list(view) for view in views],
+            "control": {"kind": "follower", "of": key}, "katex": KATEX_MODULE}
+    with st.container(key=figure_key(key, name)):
+        _instant(data=_plain(data), key=_component_key(figure_key(key, name)))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,10 +1,13 @@
 """The Unrolling & BPTT page: one shared W_hh over T steps, its gradient as a sum of per-step parts, measured."""
 
+from dataclasses import replace
+
 import streamlit as st
 
 from rnnviz.figures.unroll import gradient_sum_latex, step_contributions_figure, unrolled_figure
 from rnnviz.lessons.unroll import ATTACHMENTS, FEEDS, MAX_HIDDEN, MAX_STEPS, POOLS, UnrollConfig, UnrollResult, unroll
 from rnnviz.ui.app.errors import fragment
+from rnnviz.ui.kit.instant import Stop, instant_blocks, instant_figure, instant_slider, latex, metrics
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import (
     LinkParam,
@@ -15,7 +18,7 @@ from rnnviz.ui.kit.links import (
     restore_from_link,
     share_link,
 )
-from rnnviz.ui.kit.widgets import page_header, plot, seed
+from rnnviz.ui.kit.widgets import page_header, seed
 
 PAGE = PageKeys("unroll")
 STEPS, HIDDEN, GAIN = PAGE("steps"), PAGE("hidden"), PAGE("gain")
@@ -35,12 +38,26 @@ def unroll_result(config: UnrollConfig) -> UnrollResult:
     return unroll(config)
 
 
+def unrolled_at_every_t(config: UnrollConfig) -> list[UnrollResult]:
+    """``config`` unrolled at every T the slider has (each its own network, as a move of T would build it)."""
+    return [unroll_result(replace(config, steps=steps)) for steps in range(2, MAX_STEPS + 1)]
+
+
+def gradient_check(result: UnrollResult, hidden: int) -> list:
+    """The check beside the bars: the summed parts against autograd (written out while H ≤ 4), and the loss."""
+    lines = [latex(line) for line in gradient_sum_latex(result)] if hidden <= 4 else []
+    return [*lines, metrics([("max |Σ parts − autograd|", f"{result.max_abs_difference:.1e}"),
+                             ("loss L", f"{result.loss:.4f}")])]
+
+
 # Every control below changes every figure below and nothing above: one fragment, so that a move reruns it alone
-# (not the navigation, the sidebar and the title's equations).
+# (not the navigation, the sidebar and the title's equations). T answers in the browser: the figures and the check
+# at every T are sent with the fragment, and a move shows its T's in the frame of the move (kit.instant).
 @fragment
 def unrolled() -> None:
     col_t, col_h, col_gain = st.columns(3)
-    steps = col_t.slider("Steps T", 2, MAX_STEPS, key=STEPS)
+    with col_t:
+        instant_slider("Steps T", STEPS, [Stop(steps) for steps in range(2, MAX_STEPS + 1)], link=LINK[0])
     hidden = col_h.slider("Hidden size H", 1, MAX_HIDDEN, key=HIDDEN)
     gain = col_gain.slider("Scale of $W_{hh}$", 0.25, 3.0, step=0.25, key=GAIN,
                            help="Multiplies the random W_hh: larger values make the Jacobians larger.")
@@ -56,27 +73,24 @@ def unrolled() -> None:
         share_link(LINK)
     mirror_to_link(LINK)
 
-    config = UnrollConfig(steps=steps, hidden=hidden, attach=attach, pool=pool, feed=feed, gain=gain, seed=seed())
-    result = unroll_result(config)
+    # Every T of this configuration (the figures' cache key, the same whichever T is shown)
+    config = UnrollConfig(steps=MAX_STEPS, hidden=hidden, attach=attach, pool=pool, feed=feed, gain=gain, seed=seed())
+    results = unrolled_at_every_t(config)
 
-    plot(unrolled_figure(result))
+    instant_figure(STEPS, "graph", lambda: [unrolled_figure(r) for r in results], cache=(config, "graph"))
     if config.feeds_back:
         st.caption("With the previous output fed back, $x_t = y_{t-1}$ opens a second path from $h_{t-1}$ to $h_t$, "
                    "so each edge's Jacobian is $\\operatorname{diag}(\\tanh'(a_t))\\,(W_{hh} + W_{xh} W_{hy})$.")
 
     bars, check = st.columns(2, gap="large")
     with bars:
-        plot(step_contributions_figure(result))
+        instant_figure(STEPS, "bars", lambda: [step_contributions_figure(r) for r in results],
+                       cache=(config, "bars"))
         st.caption("Step 1 adds nothing: its contribution is $\\delta_1 h_0^\\top$ and $h_0 = 0$. Far from the "
                    "losses, the contributions shrink when the Jacobians' norms are below 1.")
     with check:
         st.markdown("**The sum of the per-step parts is the whole gradient**")
-        if hidden <= 4:
-            for line in gradient_sum_latex(result):
-                st.latex(line)
-        c1, c2 = st.columns(2)
-        c1.metric("max |Σ parts − autograd|", f"{result.max_abs_difference:.1e}")
-        c2.metric("loss L", f"{result.loss:.4f}")
+        instant_blocks(STEPS, "check", [gradient_check(r, hidden) for r in results])
         st.caption("The parts come from a backward pass written by hand ($\\delta_t$ recursion); the total comes "
                    "from torch's autograd on the single shared parameter. In float64 they agree to rounding.")
 
