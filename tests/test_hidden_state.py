@@ -16,8 +16,9 @@ from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.core.charmodel import build_model
 from rnnviz.core.config import ModelConfig
 from rnnviz.interpret import hidden_state as hs
-from rnnviz.ui.hidden_state.sections import SLOTS, readers_caption
-from tests.apptest_helpers import open_page, page_text
+from rnnviz.ui.hidden_state.sections import ATTENDED, SLOTS, STRIP, readers_caption
+from tests.apptest_helpers import instant_control, move_instant, open_page, page_text
+from tests.figure_helpers import numbers
 
 PAGE = "app_pages/hidden_state.py"
 
@@ -335,19 +336,87 @@ def test_bottleneck_beyond_a_transformers_context_is_nan():
     assert losses[2] == pytest.approx(hs.context_loss(model, ids, 4, 7))
 
 
-def test_the_page_shows_who_attends_to_a_picked_character():
+def test_s_and_the_connectivity_t_send_every_stop_from_torch_and_follow_a_move(shipped):
+    """Who attends to s, and the connectivity's t, answer in the browser: each sends every stop, and a stop's words
+    and figure are the Transformer's own attention weights on s, or the RNN's gradient norms as torch.autograd gives
+    them; a move lands in the session and the address, and the strip's mark or the coloured rows follow it."""
+    from rnnviz.ui.hidden_state.connectivity import PREDICTION, SHARE
+
     at = open_page(PAGE, timeout=120)
     assert not at.exception
-    at.select_slider(key="hidden_state_s").set_value(4).run()
-    assert not at.exception
     sentence = at.text_input(key="hidden_state_sentence").value
-    text = page_text(at)
-    assert f"can read s = 4 ({sentence[4]!r})" in text
-    # by hand: the sentence is shorter than the context, so every t after s sees it: t = 5 … len − 1
-    later = len(sentence) - 1 - 4
-    assert f"{later} later positions (t > s) can read s = 4" in text
-    spec = next(c.proto.spec for c in at.get("plotly_chart") if "later character t that reads s = 4" in c.proto.spec)
-    assert "layer 1 head 1" in spec
+    sent = instant_control(at, ATTENDED)
+    assert sent["labels"] == [f"{i}: {c!r}" for i, c in enumerate(sentence)]
+    # The reference: one trace of the sentence (shorter than the context, so every t reads it from its start).
+    model, vocab = shipped["Transformer"].model.eval(), shipped["Transformer"].vocab
+    assert len(sentence) <= model.block_size
+    with torch.no_grad():
+        _, trace = model.trace(vocab.encode(sentence).view(1, -1))
+    on_s = trace.attention[:, 0, :, 4:, 4].numpy()  # (L, h, t = 4 … end): each t's weight on s = 4
+    later = on_s[:, :, 1:]
+    layer, head, t = (int(i) for i in np.unravel_index(int(later.argmax()), later.shape))
+    words = " ".join(block["caption"] for block in sent["views"][4])
+    assert f"{len(sentence) - 5} later positions (t > s) can read s = 4 ('f')" in words  # by hand: t = 5 … end
+    assert (f"The strongest later reader: t = {t + 5} ({sentence[t + 5]!r}), layer {layer + 1} head {head + 1}, "
+            f"weight {later.max():.2f}.") in words
+    spec = json.loads(next(c.proto.spec for c in at.get("plotly_chart") if c.proto.id.endswith("_figure_attended")))
+    heat = spec["frames"][4]["data"][0]
+    assert list(numbers(heat["x"])) == list(range(len(sentence) - 4))
+    assert np.allclose(numbers(heat["z"]), on_s.reshape(-1), atol=1e-4)
+    move_instant(at, ATTENDED, 9)  # as the browser reports a move
+    assert not at.exception
+    assert instant_control(at, ATTENDED)["index"] == 9 and at.query_params["s"] == "9"
+    strip = json.loads(next(c.proto.spec for c in at.get("plotly_chart") if c.proto.id.endswith(STRIP)))
+    colours = strip["data"][0]["marker"]["color"]
+    assert [i for i, colour in enumerate(colours) if colour != colours[0]] == [9]
+
+    sent = instant_control(at, PREDICTION)
+    assert sent["index"] == len(sentence) - 2 and sent["labels"][10] == f"10: {sentence[10]!r}"
+    # The reference at t = 10: ‖∂ log p(x_11 | x_≤10) / ∂ x_s‖ of the shipped RNN, by torch.autograd.
+    model, vocab = shipped["RNN"].model.eval(), shipped["RNN"].vocab
+    ids = vocab.encode(sentence)
+    x = model.inputs(ids[None, :11]).detach().requires_grad_(True)
+    out, _ = model.rnn(x)
+    log_p = F.log_softmax(model.head(out[0, -1]).double(), dim=-1)[int(ids[11])]
+    (grad,) = torch.autograd.grad(log_p, x)
+    relative = (grad[0].norm(dim=-1) / grad[0].norm(dim=-1).max()).double().numpy()
+    reach = max(10 - s for s in range(11) if relative[s] >= SHARE)
+    words = " ".join(block.get("text", block.get("caption", "")) for block in sent["views"][10])
+    assert f"the gradient is of log p({sentence[11]!r}), the sentence's next character" in words
+    assert f"RNN {reach} character{'s' if reach != 1 else ''} back" in words
+    spec = json.loads(next(c.proto.spec for c in at.get("plotly_chart")
+                           if c.proto.id.endswith("_figure_connectivity")))
+    line = next(trace for trace in spec["frames"][10]["data"] if trace["name"] == "RNN")
+    assert list(numbers(line["x"])) == list(range(10, -1, -1))  # d = t − s for s = 0 … 10
+    assert np.allclose(numbers(line["y"]), relative, rtol=1e-4)
+    move_instant(at, PREDICTION, 10)  # as the browser reports a move
+    assert not at.exception
+    assert instant_control(at, PREDICTION)["index"] == 10 and at.query_params["ct"] == "10"
+    rows = " ".join(h.value for h in at.html)
+    norm = float(grad[0, 10].norm())
+    assert f"RNN: s = 10 ({sentence[10]}), 0 back: ‖∂ log p / ∂ x_s‖ = {norm:.3g}" in html.unescape(rows)
+
+
+def test_a_sentence_longer_than_the_browser_takes_ahead_is_drawn_by_the_server_stop_by_stop(shipped):
+    """Past INSTANT_CHARS characters s and the connectivity's t are server sliders (every stop's figure would be
+    megabytes): the stop picked is drawn, with the same words."""
+    from rnnviz.ui.hidden_state.connectivity import PREDICTION
+    from rnnviz.ui.hidden_state.sections import INSTANT_CHARS
+
+    sentence = "The function returns a list of the values, in order, and then it stops reading the file at once."
+    assert len(sentence) == 96 > INSTANT_CHARS
+    at = open_page(PAGE, timeout=120)
+    at.text_input(key="hidden_state_sentence").set_value(sentence).run()
+    assert not at.exception
+    assert not [el for el in at.get("bidi_component") if el.proto.id.endswith((f"-{ATTENDED}_instant",
+                                                                                 f"-{PREDICTION}_instant"))]
+    at.select_slider(key=ATTENDED).set_value(90).run()
+    assert not at.exception and at.query_params["s"] == "90"
+    # By hand: the Transformer's 64-character windows that hold s = 90 are those of t = 90 … 95, so 5 later ones.
+    assert "5 later positions (t > s) can read s = 90 (' ')" in page_text(at).replace("\\", "")  # (markdown's escapes)
+    at.select_slider(key=PREDICTION).set_value(30).run()
+    assert not at.exception and at.query_params["ct"] == "30"
+    assert f"Read so far: “{sentence[:31]}”; the gradient is of log p('t')" in page_text(at).replace("\\", "")
 
 
 def test_a_slot_takes_this_sessions_live_trained_model():
@@ -418,8 +487,9 @@ def test_the_connectivity_section_shows_each_models_gradient_norms_and_reach(shi
     long = "A sentence much longer than the context of the small Transformer, so that its window slides on."
     t = long.index(" on.") + 1  # has read "…slides o"; next comes "n"
     at = open_page(PAGE, timeout=120, query={"sentence": long, "ct": str(t)})
+    # (longer than INSTANT_CHARS: the server draws the t picked)
     assert not at.exception and at.select_slider(key=PREDICTION).value == t
-    text, html_rows = page_text(at), " ".join(h.value for h in at.html)
+    text, html_rows = page_text(at).replace("\\", ""), " ".join(h.value for h in at.html)
     assert "the gradient is of log p('n'), the sentence's next character" in text
     for name, checkpoint in shipped.items():
         result = connectivity(checkpoint.model, checkpoint.vocab.encode(long), t)

@@ -82,6 +82,8 @@ def test_click_a_character_to_see_who_attends_to_it(page, base_url):
     box = strip.locator(".points path").nth(4).bounding_box()  # "The function…": s = 4 is the "f"
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     expect(main.get_by_text("can read s = 4 ('f')", exact=False)).to_be_visible(timeout=60_000)
+    # the click goes through the server, and the s slider, which answers in the browser, takes it
+    expect(page.locator(".st-key-hidden_state_s_instant .rnnviz-instant")).to_have_attribute("data-shown", "4: 'f'")
     wait_idle(page, timeout_ms=60_000)
     expect(main.get_by_text("later character t that reads s = 4", exact=False)).to_be_attached()
     assert no_exception(page)

@@ -5,6 +5,7 @@ per process for the shipped models)."""
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 import torch
 
@@ -12,8 +13,21 @@ from rnnviz.charlm.corpus import CorpusError
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret.connectivity import Connectivity, MeanConnectivity, connectivity, mean_connectivity
 from rnnviz.ui.app.errors import fragment
-from rnnviz.ui.hidden_state.sections import SENTENCE_CHARS, Slot, page_key, sentence, slot_readers, slot_value
+from rnnviz.ui.hidden_state.sections import (
+    INSTANT_CHARS,
+    SENTENCE_CHARS,
+    Slot,
+    as_typed,
+    figures_key,
+    page_key,
+    said,
+    sentence,
+    slot_readers,
+    slot_value,
+)
 from rnnviz.ui.kit.corpora import builtin_corpus
+from rnnviz.ui.kit.instant import Stop, instant_figure, instant_slider, note
+from rnnviz.ui.kit.instant import text as words
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_int_in
 from rnnviz.ui.kit.models import held_out_text
 from rnnviz.ui.kit.widgets import literal, plot
@@ -30,15 +44,24 @@ DISTANCE = 20  # the distance the sentence under the curves quotes
 FAR = 60  # and the far end it compares the RNN's and the LSTM's tails at (inside the Transformer's context)
 
 
-def choose_prediction(n: int, text: str) -> int:
-    """The t whose prediction is measured: by default the one before the last character, so the target is the
-    sentence's own last character."""
-    if st.session_state.get(PREDICTION) is None or st.session_state[PREDICTION] > n - 1:
-        st.session_state[PREDICTION] = max(n - 2, 0)
-    if n < 2:
-        return 0
-    return st.select_slider("t: the prediction made after reading up to character t", options=list(range(n)),
-                            key=PREDICTION, format_func=lambda i: f"{i}: {text[i]!r}")
+PREDICTION_LABEL = "t: the prediction made after reading up to character t"
+ROWS_KEY = ("Each character on a colour for how much the prediction depends on it, relative to that model's largest: "
+            "white 0 … dark blue 1. Hover a character for the exact norm.")
+
+
+def every_prediction(model, ids: torch.Tensor) -> list[Connectivity]:
+    """``connectivity`` of the prediction after every t of the text: those with a next character batched into one
+    backward per 64 (mean_connectivity, by distance d = t − s, read back by s), the last (the model's own guess)
+    alone."""
+    n = len(ids)
+    found = []
+    if n > 1:
+        batch = mean_connectivity(model, ids, max_distance=n - 1, targets=list(range(n - 1)))
+        for i, t in enumerate(int(t) for t in batch.targets):
+            found.append(Connectivity(t=t, target=int(ids[t + 1]), target_is_true=True,
+                                      log_prob=float(batch.log_probs[i]), norms=batch.norms[i, t - np.arange(t + 1)],
+                                      first_read=int(batch.first_read[i])))
+    return [*found, connectivity(model, ids, n - 1)]
 
 
 def reach_caption(results: dict[str, Connectivity]) -> str:
@@ -59,9 +82,39 @@ def draw_connectivity(slot_list: list[Slot]) -> None:
     draw_passage_connectivity(slot_list)
 
 
+def prediction_stops(readable: list[Slot], text: str, n: int) -> list[Stop]:
+    """Every t of the sentence: what the prediction after it is of, and how far back each model still depends."""
+    every = {slot.name: slot_value(every_prediction, [slot], slot.model, slot.ids, key=("connectivity", text))
+             for slot in readable}
+    return [Stop(t, _prediction_blocks(readable, text, {name: found[t] for name, found in every.items()}),
+                 label=f"{t}: {text[t]!r}") for t in range(n)]
+
+
+def _prediction_blocks(readable: list[Slot], text: str, results: dict[str, Connectivity]) -> list:
+    first = next(iter(results.values()))
+    t = first.t
+    target = text[t + 1] if first.target_is_true else readable[0].vocab.decode([first.target])
+    whose = "the sentence's next character" if first.target_is_true else "the first model's own top guess"
+    blocks = [words(f"Read so far: “{as_typed(text[: t + 1])}”; the gradient is of log p({said(target)}), {whose}.")]
+    blocks += [note(f"{name}'s own top guess differs; its row is for that guess.")
+               for name, result in results.items() if not first.target_is_true and result.target != first.target]
+    return [*blocks, note(reach_caption(results))]
+
+
+def prediction_figures(readable: list[Slot], text: str, n: int) -> list:
+    """Every t's connectivity against distance, one line per model."""
+    every = {slot.name: slot_value(every_prediction, [slot], slot.model, slot.ids, key=("connectivity", text))
+             for slot in readable}
+    kinds = {s.name: s.model.config.kind for s in readable}
+    return [fig.connectivity_figure({name: found[t] for name, found in every.items()}, kinds, SHARE)
+            for t in range(n)]
+
+
+# The t slider answers in the browser: every t's words and figure are sent with the fragment, and a move shows them in
+# the frame of the move (kit.instant). The coloured rows stay the server's (HTML, drawn at the t of its last run).
 @fragment
 def draw_sentence_connectivity(slot_list: list[Slot]) -> None:
-    """Connectivity of one prediction for every model that reads the sentence; a change of t reruns this only."""
+    """Connectivity of one prediction for every model that reads the sentence."""
     st.subheader("How far back each one looks: connectivity")
     st.markdown(
         r"For the prediction after character t, the size of its gradient with respect to each earlier input, "
@@ -75,25 +128,43 @@ def draw_sentence_connectivity(slot_list: list[Slot]) -> None:
         return
     text = sentence()
     n = min(len(s.ids) for s in readable)
-    t = choose_prediction(n, text)
+    if st.session_state.get(PREDICTION) is None or st.session_state[PREDICTION] > n - 1:
+        # by default the one before the last character, so the target is the sentence's own last character
+        st.session_state[PREDICTION] = max(n - 2, 0)
+    if n > INSTANT_CHARS:
+        one_prediction(readable, text, n)
+        return
+    stops = slot_value(prediction_stops, readable, readable, text, n, key=("connectivity stops", text))
+    t = instant_slider(PREDICTION_LABEL, PREDICTION, stops, link=PREDICTION_LINK)
     mirror_to_link((PREDICTION_LINK,))
-    results = {slot.name: slot_value(connectivity, [slot], slot.model, slot.ids, t,
-                                     key=("connectivity", text, t)) for slot in readable}
+    results = {slot.name: slot_value(every_prediction, [slot], slot.model, slot.ids, key=("connectivity", text))[t]
+               for slot in readable}
+    st.html(fig.connectivity_rows(results, text))
+    st.caption(f"The rows are for t = {t}. {ROWS_KEY}")
+    instant_figure(PREDICTION, "connectivity", lambda: prediction_figures(readable, text, n),
+                   cache=figures_key(readable, "connectivity", text))
+
+
+def one_prediction(readable: list[Slot], text: str, n: int) -> None:
+    """The connectivity of the t picked, drawn by the server (a sentence too long to send every t ahead)."""
+    t = st.select_slider(PREDICTION_LABEL, options=list(range(n)), key=PREDICTION,
+                         format_func=lambda i: f"{i}: {text[i]!r}")
+    mirror_to_link((PREDICTION_LINK,))
+    results = {slot.name: slot_value(connectivity, [slot], slot.model, slot.ids, t, key=("connectivity", text, t))
+               for slot in readable}
+    st.caption(reach_caption(results))
     first = next(iter(results.values()))
     target = text[t + 1] if first.target_is_true else readable[0].vocab.decode([first.target])
     whose = "the sentence's next character" if first.target_is_true else "the first model's own top guess"
     st.markdown(f"Read so far: “{literal(text[: t + 1])}”; the gradient is of log p({literal(repr(target))}), "
                 f"{whose}.")
-    if not first.target_is_true:
-        for name, result in results.items():
-            if result.target != first.target:
-                st.caption(f"{name}'s own top guess differs; its row is for that guess.")
+    for name, result in results.items():
+        if not first.target_is_true and result.target != first.target:
+            st.caption(f"{name}'s own top guess differs; its row is for that guess.")
     st.html(fig.connectivity_rows(results, text))
-    st.caption("Each character on a colour for how much the prediction depends on it, relative to that model's "
-               "largest: white 0 … dark blue 1. Hover a character for the exact norm.")
+    st.caption(ROWS_KEY)
     plot(fig.connectivity_figure(results, {s.name: s.model.config.kind for s in readable}, SHARE),
          key=page_key("connectivity"))
-    st.caption(reach_caption(results))
 
 
 def passage() -> str:

@@ -13,6 +13,8 @@ what depends only on the models and the sentence (the bytes curves) is not compu
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -25,10 +27,12 @@ from rnnviz.charlm.corpus import UnknownCharactersError, Vocab
 from rnnviz.core.state_stack import CARRIED_WORDS, STATE_KINDS
 from rnnviz.figures import hidden_state as fig
 from rnnviz.interpret import hidden_state as hs
+from rnnviz.limits import name_bidi_controls
 from rnnviz.serving.live import still_copy
 from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.hidden_state.race import current_runner
 from rnnviz.ui.kit.cache import session_value, value_for
+from rnnviz.ui.kit.instant import Stop, instant_figure, instant_slider, note
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_int_in, parse_text
 from rnnviz.ui.kit.models import (
@@ -83,6 +87,10 @@ SOURCE_LABELS = {"shipped": "shipped", "live": "live-trained", "uploaded": "uplo
                  "file": "the model the server was started with"}
 DEFAULT_SENTENCE = "The function returns a list of the values, in order."
 SENTENCE_CHARS = 300
+# Up to this many characters, s and the connectivity's t answer in the browser (every stop's figure sent ahead: about
+# 0.85 MB at the default 52 characters, growing with the square of the length); a longer sentence's server draws the
+# stop picked (at 300 characters every stop would be 8.8 MB and 6 s of figures).
+INSTANT_CHARS = 80
 # The page's settings in its address; t and s change in fragments, which keep the address themselves.
 STEP_LINK = LinkParam("t", STEP, parse_int_in(0, SENTENCE_CHARS - 1), example="20")
 ATTENDED_LINK = LinkParam("s", ATTENDED, parse_int_in(0, SENTENCE_CHARS - 1), example="4")
@@ -322,9 +330,15 @@ def _attention_table(model, ids: torch.Tensor, text: str, t: int) -> str:
     return fig.attention_table(weights, text, start)
 
 
-def _attended(model, ids: torch.Tensor, text: str, s: int) -> tuple[np.ndarray, np.ndarray, object]:
-    queries, weights = hs.attention_to(model, ids, s)
-    return queries, weights, fig.attended_figure(queries, weights, text, s)
+def attention_columns(model, ids: torch.Tensor) -> list[tuple[np.ndarray, np.ndarray]]:
+    """hs.attention_to at every s, read off one hs.attention_at row per position t: one trace per t, where
+    attention_to traces up to block_size windows for each s."""
+    rows = [hs.attention_at(model, ids, t) for t in range(len(ids))]
+    columns = []
+    for s in range(len(ids)):
+        queries = np.arange(s, min(len(ids), s + model.block_size))
+        columns.append((queries, np.stack([rows[t][1][:, :, s - rows[t][0]] for t in queries], axis=-1)))
+    return columns
 
 
 def _on_strip_click() -> None:
@@ -355,11 +369,24 @@ def draw_attention_at(slot_list: list[Slot], t: int) -> None:
         st.html(slot_value(_attention_table, [slot], slot.model, slot.ids, text, tt, key=("attention", text, tt)))
 
 
+def as_typed(text: str) -> str:
+    """User text for the browser's text blocks (kit.instant draws **…** in bold and $…$ as an equation) shown as
+    typed: a dollar sign as its full-width look-alike, a zero-width space between two stars, bidirectional controls
+    by name."""
+    return re.sub(r"\*(?=\*)", "*\u200b", name_bidi_controls(text).replace("$", "\uff04"))
+
+
+def said(char: str) -> str:
+    """A character of the user's sentence as the browser's text says it: quoted, and a "$" by its name (two of them
+    would open an equation there)."""
+    return "a dollar sign" if char == "$" else repr(char)
+
+
 def readers_caption(queries: np.ndarray, weights: np.ndarray, text: str, s: int) -> str:
     """Who reads s, in words: the later positions t > s whose window holds s (s reading itself is not one of
     them), and the strongest of them."""
     later = [i for i, t in enumerate(queries) if t > s]
-    shown = literal(repr(text[s]))
+    shown = said(text[s])
     if not later:
         return (f"No later position reads s = {s} ({shown}): it is the last character, and only it reads itself. "
                 "A row need not sum to 1: each reader spreads its own attention over every s ≤ t.")
@@ -367,14 +394,39 @@ def readers_caption(queries: np.ndarray, weights: np.ndarray, text: str, s: int)
     layer, head, column = (int(x) for x in np.unravel_index(int(np.argmax(sub)), sub.shape))
     t = int(queries[later[column]])
     return (f"{len(later)} later position{'s' if len(later) != 1 else ''} (t > s) can read s = {s} ({shown}); "
-            f"s also reads itself. The strongest later reader: t = {t} ({literal(repr(text[t]))}), layer "
+            f"s also reads itself. The strongest later reader: t = {t} ({said(text[t])}), layer "
             f"{layer + 1} head {head + 1}, weight {float(sub[layer, head, column]):.2f}. A row need not sum to 1: "
             "each reader spreads its own attention over every s ≤ t.")
 
 
+def figures_key(slot_list: list[Slot], *parts: Hashable) -> Hashable:
+    """What instant_figure shares a view's figures by: the models and ``parts``, and for a session's own model the
+    session too (the figures stay the session's even where another session's model later gets the same id)."""
+    if all(s.shared for s in slot_list):
+        return (tuple(s.key for s in slot_list), *parts)
+    owner = st.session_state.setdefault(page_key("owner"), uuid.uuid4().hex)
+    return (owner, tuple(s.key for s in slot_list), *parts)
+
+
+def attended_stops(slot: Slot, text: str) -> list[Stop]:
+    """Every s of the sentence: who reads it, in words."""
+    columns = slot_value(attention_columns, [slot], slot.model, slot.ids, key=("attention columns", text))
+    return [Stop(s, (note(readers_caption(queries, weights, text, s)),), label=f"{s}: {text[s]!r}")
+            for s, (queries, weights) in enumerate(columns)]
+
+
+def attended_figures(slot: Slot, text: str) -> list:
+    """Every s's figure of who attends to it."""
+    columns = slot_value(attention_columns, [slot], slot.model, slot.ids, key=("attention columns", text))
+    return [fig.attended_figure(queries, weights, text, s) for s, (queries, weights) in enumerate(columns)]
+
+
+# The s slider answers in the browser: every s's caption and figure are sent with the fragment, and a move shows them
+# in the frame of the move (kit.instant). The character strip stays the server's (a click is a server event), so its
+# mark follows s once the browser has told the server of the move.
 @fragment
 def who_attends(slot_list: list[Slot]) -> None:
-    """For a character s the user clicks or picks, who attends to it; a pick reruns this fragment only."""
+    """For a character s the user clicks or picks, who attends to it."""
     slot = _transformer(slot_list)
     if slot is None:
         return
@@ -388,13 +440,19 @@ def who_attends(slot_list: list[Slot]) -> None:
     st.plotly_chart(for_the_room(fig.character_strip(text[:n], s)), key=STRIP, on_select=_on_strip_click,
                     selection_mode="points", config={"displayModeBar": False}, width="stretch",
                     alt=f"The sentence's characters in a row, each clickable; s = {s} ({text[s]!r}) is marked.")
-    if n > 1:
+    if n > INSTANT_CHARS:
         s = st.select_slider("s: the character attended to", options=list(range(n)), key=ATTENDED,
                              format_func=lambda i: f"{i}: {text[i]!r}")
+        mirror_to_link((ATTENDED_LINK,))
+        queries, weights = slot_value(hs.attention_to, [slot], slot.model, slot.ids, s, key=("attended", text, s))
+        st.caption(literal(readers_caption(queries, weights, text, s)))
+        plot(fig.attended_figure(queries, weights, text, s), key=page_key("attended"))
+        return
+    stops = slot_value(attended_stops, [slot], slot, text, key=("attended stops", text))
+    instant_slider("s: the character attended to", ATTENDED, stops, link=ATTENDED_LINK)
     mirror_to_link((ATTENDED_LINK,))
-    queries, weights, figure = slot_value(_attended, [slot], slot.model, slot.ids, text, s, key=("attended", text, s))
-    st.caption(readers_caption(queries, weights, text, s))
-    plot(figure, key=page_key("attended"))
+    instant_figure(ATTENDED, "attended", lambda: attended_figures(slot, text),
+                   cache=figures_key([slot], "attended", text))
 
 
 def state_kinds(slot_list: list[Slot]) -> list[str]:
