@@ -27,7 +27,8 @@ function loadKatex(name, whenLoaded) {
   if (!name) return;
   if (!katexLoading) {
     const index = document.querySelector('script[src*="/static/js/index."]');
-    const url = index ? new URL(name, index.src).href : new URL(`static/js/${name}`, document.baseURI).href;
+    const url = globalThis.rnnvizLesson ? globalThis.rnnvizLesson.katex  // a lesson file on disk (kit.lesson)
+      : index ? new URL(name, index.src).href : new URL(`static/js/${name}`, document.baseURI).href;
     katexLoading = import(url).then((module) => { katex = module.default; }).catch(() => {});
   }
   katexLoading.then(() => { if (katex) whenLoaded(); });
@@ -45,7 +46,8 @@ function math(source, parent, display) {
   const node = html(display ? "div" : "span", display ? "rnnviz-instant-latex" : "", parent);
   if (katex) {
     try {
-      katex.render(source, node, { displayMode: display, throwOnError: false });
+      katex.render(source, node, { displayMode: display, throwOnError: false,
+                                   ...(globalThis.rnnvizLesson && globalThis.rnnvizLesson.katexOptions) });
       renameClasses(node);
       return node;
     } catch (err) { /* drawn as its source below */ }

@@ -33,6 +33,7 @@ import streamlit as st
 from rnnviz.figures import describe
 from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
 from rnnviz.ui.kit.cache import shared_value
+from rnnviz.ui.kit.lesson import record_frames, record_view
 from rnnviz.ui.kit.links import LinkParam
 from rnnviz.ui.kit.widgets import PLOTLY_CONFIG, for_the_room
 
@@ -248,6 +249,7 @@ def _mount(key: str, stops: Sequence[Stop], index: int, control: dict, link: Lin
         # ``shared`` is plain already, and large: not copied through JSON on every run
         _instant(data={**_plain(data), "shared": shared or {}}, key=_component_key(key), default={"move": None},
                  on_move_change=partial(_take_report, key, values))
+    record_view(key, data, shared, _CSS)  # for "Download this lesson" (kit.lesson)
 
 
 def instant_stepper(key: str, stops: Sequence[Stop], *, caption: str = "", link: LinkParam | None = None,
@@ -286,6 +288,7 @@ def instant_blocks(key: str, name: str, views: Sequence[Sequence[Block]]) -> Non
             "control": {"kind": "follower", "of": key}, "katex": KATEX_MODULE}
     with st.container(key=figure_key(key, name)):
         _instant(data=_plain(data), key=_component_key(figure_key(key, name)))
+    record_view(figure_key(key, name), data, None, _CSS)  # for "Download this lesson" (kit.lesson)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -336,3 +339,4 @@ def instant_figure(key: str, name: str, figures: Callable[[], Sequence[go.Figure
                         name=f"instant frames {key} {name}")
     st.plotly_chart(_Checked(spec), width="stretch", config=PLOTLY_CONFIG, key=figure_key(key, name),
                     alt=spec["layout"]["meta"]["alt"])
+    record_frames(figure_key(key, name), spec)  # for "Download this lesson" (kit.lesson)

@@ -14,6 +14,7 @@ from rnnviz.ui.app.navigation import DEFAULT_SEED, SEED_KEY
 from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
 from rnnviz.ui.app.registry import page_by_url
 from rnnviz.ui.app.text import literal  # noqa: F401  (the pages and kit quote user text with it)
+from rnnviz.ui.kit.lesson import lesson_button, record_plot
 
 # Plotly's mode bar is noise on a projector, and it covers the top of a chart while the pointer is on it (and on a
 # tablet once the chart is touched): keep the downloads (the PNG at twice the drawn size, for a slide) and the full
@@ -33,6 +34,7 @@ def page_header(url_path: str, intro: str, equation: str | None = None) -> None:
     """The page's registered title, a short plain explanation, and its equation in LaTeX."""
     spec = page_by_url(url_path)
     st.title(spec.title if spec else url_path)
+    lesson_button(url_path, intro, equation)  # "Download this lesson": every lesson page has it (kit.lesson)
     st.markdown(intro)
     if equation:
         st.latex(equation)
@@ -60,6 +62,7 @@ def plot(fig, key: str | None = None, alt: str | None = None) -> None:
     a screen reader (``alt``, or what rnnviz.figures.describe reads from the figure)."""
     st.plotly_chart(for_the_room(fig), width="stretch", config=PLOTLY_CONFIG, key=key,
                     alt=alt or describe(fig))
+    record_plot(fig, alt)  # for "Download this lesson" (kit.lesson)
 
 
 MISSING = "—"  # a table's cell with no value (a continuous feature has no threshold accuracy), not Streamlit's "None"
