@@ -80,15 +80,16 @@ _CSS = """
 .rnnviz-instant-alert.warning { background: var(--st-yellow-background-color, rgba(255, 193, 7, 0.2));
   color: var(--st-yellow-text-color, rgb(146, 108, 5)); }
 .rnnviz-instant-caption { font-size: 0.875rem; opacity: 0.8; }
-/* A coloured window (coloured_window): in px, as colortext.legend_html and colored_text_html draw it. */
-.rnnviz-instant-legend { margin: 4px 0 8px 0; font-size: 13px; }
-.rnnviz-instant-legend-row { display: flex; align-items: flex-start; gap: 14px; }
+/* A coloured window (coloured_window): as colortext.legend_html and colored_text_html draw it (their px in rem, so
+   that it grows with the page's text while the session presents). */
+.rnnviz-instant-legend { margin: 0.25rem 0 0.5rem 0; font-size: 0.8125rem; }
+.rnnviz-instant-legend-row { display: flex; align-items: flex-start; gap: 0.875rem; }
 .rnnviz-instant-swatches { line-height: 0; }
-.rnnviz-instant-swatch { display: inline-block; width: 22px; height: 14px; }
-.rnnviz-instant-numbers { display: flex; justify-content: space-between; font-size: 13px; }
-.rnnviz-instant-meaning { font-size: 13px; opacity: 0.75; }
-.rnnviz-instant-coloured { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 15px; line-height: 1.55;
-  white-space: pre-wrap; word-break: break-all; }
+.rnnviz-instant-swatch { display: inline-block; width: 1.375rem; height: 0.875rem; }
+.rnnviz-instant-numbers { display: flex; justify-content: space-between; font-size: 0.8125rem; }
+.rnnviz-instant-meaning { font-size: 0.8125rem; opacity: 0.75; }
+.rnnviz-instant-coloured { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9375rem;
+  line-height: 1.55; white-space: pre-wrap; word-break: break-all; }
 """
 
 _instant = st.components.v2.component("rnnviz_instant", js=_JS, css=_CSS, isolate_styles=False)
