@@ -296,6 +296,59 @@ def test_the_clipping_threshold_sends_both_runs_at_every_theta_for_the_browser_t
     assert "With clipping at θ = 0.25" in instant_shown(at, "gradient_decay_threshold")[1]
 
 
+def _autograd_step_terms(config: gradients.TanhRNNConfig) -> np.ndarray:
+    """‖∂L_T/∂W_hh from step t‖_F for t = 1…T by autograd: the RNN run by hand with its own leaf copy of W_hh at
+    each step, so that each copy's gradient is that step's term (the engine's weights, inputs and target)."""
+    rnn = gradients.tanh_rnn(config)
+    x = gradients.random_inputs(config.steps, config.input_size, config.input_scale, config.seed)[0]
+    copies = [rnn.weight_hh_l0.detach().clone().requires_grad_() for _ in range(config.steps)]
+    h = torch.zeros(config.hidden, dtype=x.dtype)
+    for t in range(config.steps):
+        h = torch.tanh(rnn.weight_ih_l0.detach() @ x[t] + copies[t] @ h)
+    (0.5 * (h - gradients.loss_target(config.hidden, config.seed)[0]).square().sum()).backward()
+    return np.array([float(copy.grad.norm()) for copy in copies])
+
+
+def test_the_per_step_sum_sends_every_k_for_the_browser_to_pick():
+    """Section 3's K slider answers in the browser: the page holds every K's shares of the sum and bars, as autograd
+    gives them, and a move (as the browser reports it) lands in the session and the address and survives a trip to
+    another section."""
+    from tests.figure_helpers import figure, numbers
+
+    at = open_page("app_pages/gradient_decay.py", query={"section": "sum", "H": "8"})
+    assert not at.exception, [e.value for e in at.exception]
+    data = instant_control(at, "gradient_decay_steps")
+    assert data["labels"] == [str(k) for k in range(10, 301, 10)] and data["param"] == "K"
+    assert data["labels"][data["index"]] == "150"
+    terms = _autograd_step_terms(gradients.TanhRNNConfig(hidden=8, steps=40))
+    shares = {label: value for block in data["views"][3] for label, value in block.get("metrics", [])}  # K = 40
+    first = terms[:20].sum() / terms.sum()  # far below 0.1 %: written in powers of ten
+    assert first < 1e-3 and shares == {"share of the last 10 steps": f"{terms[-10:].sum() / terms.sum():.1%}",
+                                       "share of the first 20 steps": f"{sci(100 * first)} %"}
+    bars = next(trace for trace in figure(at)["frames"][3]["data"] if trace["type"] == "bar")
+    heights = list(numbers(bars["y"]))
+    assert terms[0] == 0 and heights[0] is None  # h_0 = 0: step 1's term is 0, which a log axis leaves out
+    np.testing.assert_allclose(np.array(heights[1:], dtype=float), terms[1:], rtol=1e-9)
+    move_instant(at, "gradient_decay_steps", 40)
+    assert not at.exception and at.query_params["K"] == "40"
+    assert instant_shown(at, "gradient_decay_steps")[0] == shares
+    at.segmented_control(key="gradient_decay_section").set_value("powers").run()
+    assert at.slider(key="gradient_decay_steps").value == 40  # section 1's K slider starts where section 3 left it
+    at.slider(key="gradient_decay_steps").set_value(70).run()
+    at.segmented_control(key="gradient_decay_section").set_value("sum").run()
+    data = instant_control(at, "gradient_decay_steps")
+    assert data["labels"][data["index"]] == "70" and at.query_params["K"] == "70"
+
+
+def test_the_per_step_sum_opens_at_the_k_of_its_link():
+    at = open_page("app_pages/gradient_decay.py", query={"section": "sum", "H": "8", "K": "60", "x_scale": "0"})
+    assert not at.exception
+    data = instant_control(at, "gradient_decay_steps")
+    assert data["labels"][data["index"]] == "60" and at.query_params["K"] == "60"
+    assert data["views"][data["index"]] == []  # no input: no shares to give, and the page says why
+    assert any("Every term is exactly 0" in info.value for info in at.info)
+
+
 def test_page_restores_sigma_and_k_from_a_link_and_rejects_bad_values():
     at = open_page("app_pages/gradient_decay.py", query={"sigma": "0.95", "K": "100"})
     assert not at.exception

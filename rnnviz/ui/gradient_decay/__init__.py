@@ -14,7 +14,6 @@ from rnnviz.ui.kit.links import (
     parse_choice,
     parse_choices,
     parse_float_in,
-    parse_int_in,
     restore_from_link,
     share_link,
 )
@@ -23,7 +22,7 @@ from rnnviz.ui.kit.widgets import page_header
 LINK = (
     LinkParam("section", sections.SECTION, parse_choice(list(sections.SECTIONS)), example="clipping"),
     LinkParam("sigma", sections.SIGMA, parse_float_in(*sections.SIGMA_RANGE[:2]), lambda v: f"{v:.2f}", example="0.90"),
-    LinkParam("K", sections.STEPS, parse_int_in(10, 300), example="120"),
+    sections.STEPS_LINK,
     LinkParam("H", sections.HIDDEN, parse_choice(sections.HIDDEN_SIZES), example="16"),
     LinkParam("matrix", sections.MATRIX, parse_choice(list(sections.MATRICES)), example="gaussian"),
     LinkParam("v", sections.VECTOR, parse_choice(list(sections.VECTORS)), example="random"),

@@ -20,7 +20,7 @@ from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
 from rnnviz.ui.kit.instant import Stop, alert, instant_figure, instant_slider, metrics, note
 from rnnviz.ui.kit.instant_chart import instant_chart
 from rnnviz.ui.kit.keys import PageKeys
-from rnnviz.ui.kit.links import LinkParam, parse_choice
+from rnnviz.ui.kit.links import LinkParam, parse_choice, parse_int_in
 from rnnviz.ui.kit.widgets import plot, seed
 
 PAGE = "gradient_decay"
@@ -45,6 +45,8 @@ OVERLAYS = (0.8, 0.9, 0.95, 1.0, 1.1, 1.2)
 THRESHOLDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 THETA_LINK = LinkParam("theta", THRESHOLD, parse_choice(THRESHOLDS), example="0.25")
 RATES = (0.1, 0.3, 0.5, 1.0, 2.0, 5.0)
+STEP_STOPS = tuple(range(10, 301, 10))  # K = T: the K sliders' values
+STEPS_LINK = LinkParam("K", STEPS, parse_int_in(STEP_STOPS[0], STEP_STOPS[-1]), example="120")
 DEFAULTS = {
     SECTION: "powers", SIGMA: 1.05, STEPS: 150, HIDDEN: 64, MATRIX: "symmetric", INPUT_SCALE: 1.0,
     INPUT_WEIGHT: 1.0, VECTOR: "top", OVERLAY: [0.95, 1.0], LOG_BARS: True, THRESHOLD: 1.0, LR: 1.0,
@@ -215,6 +217,28 @@ def through_the_nonlinearity() -> None:
         lag_note(config)
 
 
+def contribution_stops(config: gradients.TanhRNNConfig) -> list[Stop]:
+    """What section 3 says under its K slider at every K: the last and first steps' shares of the sum."""
+    stops = []
+    for steps in STEP_STOPS:
+        shares = contributions(replace(config, steps=steps))
+        blocks = ()
+        if not shares.is_zero:  # with no input every term is 0 at every K: the page says so once, above
+            last, first = min(10, steps), steps // 2
+            share = shares.share_of_first(first)
+            # one above the other: a share in powers of ten needs the column's whole width
+            blocks = (metrics([(f"share of the last {last} steps", f"{shares.share_of_last(last):.1%}")]),
+                      metrics([(f"share of the first {first} steps",
+                                f"{share:.1%}" if share >= 1e-3 else f"{sci(100 * share)} %")]))
+        stops.append(Stop(steps, blocks, label=str(steps)))
+    return stops
+
+
+def contribution_figures(config: gradients.TanhRNNConfig, log: bool) -> list:
+    return [figures.contributions_figure(contributions(replace(config, steps=steps)), log=log, height=FIGURE_HEIGHT)
+            for steps in STEP_STOPS]
+
+
 def per_step_contributions() -> None:
     st.markdown("**3. A long-range signal buried under short-range ones.** The gradient of a loss at the last step "
                 "T is a **sum** over steps. Each bar is one step's term; the far-back terms arrive through the long "
@@ -223,22 +247,18 @@ def per_step_contributions() -> None:
     with controls:
         st.latex(r"\frac{\partial L_T}{\partial W_{hh}} = \sum_{t=1}^{T} \delta_t\, h_{t-1}^{\top}, \quad "
                  r"\delta_t = \frac{\partial L_T}{\partial a_t}")
-        st.slider("K = T, the number of steps", 10, 300, step=10, key=STEPS)
+        # Every K's terms, so that the K slider answers in the browser (kit.instant); the rest compute them anew.
+        config = replace(rnn_config(), steps=STEP_STOPS[0])
+        instant_slider("K = T, the number of steps", STEPS, contribution_stops(config), link=STEPS_LINK)
         log_bars = st.toggle("log scale", key=LOG_BARS)
         more_settings(inputs=True, sigma=True)
-    config = rnn_config()
-    shares = contributions(config)
+        if contributions(config).is_zero:  # no input (or no input weight): zero at every K alike
+            st.info(r"Every term is exactly 0 here: with no input (scale 0) every hidden state $h_{t-1}$ stays 0, "
+                    r"so each step's term $\delta_t h_{t-1}^\top$ is 0. Raise the input scale.",
+                    icon=":material/info:")
     with figure:
-        plot(figures.contributions_figure(shares, log=log_bars, height=FIGURE_HEIGHT), key=page_key("contributions"))
-    with controls:
-        if shares.is_zero:
-            st.info(r"Every term is exactly 0 here: with no input (scale 0) every hidden state $h_{t-1}$ stays 0, so "
-                    r"each step's term $\delta_t h_{t-1}^\top$ is 0. Raise the input scale.", icon=":material/info:")
-            return
-        last, first = min(10, config.steps), config.steps // 2
-        st.metric(f"share of the last {last} steps", f"{shares.share_of_last(last):.1%}")
-        share = shares.share_of_first(first)
-        st.metric(f"share of the first {first} steps", f"{share:.1%}" if share >= 1e-3 else f"{sci(100 * share)} %")
+        instant_figure(STEPS, "contributions", lambda: contribution_figures(config, log_bars),
+                       cache=(config, log_bars, "contributions"))
 
 
 def clip_stops(config: gradients.ClipConfig) -> list[Stop]:
