@@ -16,8 +16,8 @@ from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.core.charmodel import build_model
 from rnnviz.core.config import ModelConfig
 from rnnviz.interpret import hidden_state as hs
-from rnnviz.ui.hidden_state.sections import ATTENDED, SLOTS, STRIP, readers_caption
-from tests.apptest_helpers import instant_control, move_instant, open_page, page_text
+from rnnviz.ui.hidden_state.sections import ATTENDED, DEFAULT_SENTENCE, SLOTS, STEP, STRIP, readers_caption
+from tests.apptest_helpers import instant_control, instant_shown, move_instant, open_page, page_text
 from tests.figure_helpers import numbers
 
 PAGE = "app_pages/hidden_state.py"
@@ -199,7 +199,7 @@ def test_the_title_names_all_four_models():
 def test_the_page_steps_through_a_sentence_and_fits_the_probe():
     at = open_page(PAGE, timeout=120)
     assert not at.exception
-    text = page_text(at)
+    text = page_text(at) + instant_shown(at, STEP)[1]
     for name in ("RNN", "LSTM", "minGRU", "Transformer"):
         assert f"**{name}**" in text
     assert text.count("bytes**") == 4  # four carried states with their sizes
@@ -207,7 +207,7 @@ def test_the_page_steps_through_a_sentence_and_fits_the_probe():
     assert f"**minGRU** ({mingru:,} parameters)" in text
     assert "never $h_{t-1}$: what it writes cannot depend on what it already holds" in text
     assert "attention at t" in text
-    at.slider(key="hidden_state_t").set_value(20).run()
+    move_instant(at, STEP, 20)
     assert not at.exception
     at.button(key="hidden_state_probe_button").click().run()
     assert not at.exception
@@ -435,13 +435,13 @@ def test_a_slot_takes_this_sessions_live_trained_model():
     assert slot_box.options == ["shipped: transformer-english-docs.pt", "live-trained on english-docs, step 3"]
     slot_box.set_value("live").run()
     assert not at.exception, [e.value for e in at.exception]
-    text = page_text(at)
+    text = page_text(at) + instant_shown(at, STEP)[1]
     assert "**Transformer** (" in text and "live-trained)" in text
     live_params = sum(p.numel() for p in run.trainer.model.parameters())
     assert f"{live_params:,} parameters, live-trained" in text
     # its context is 32: a sentence of 53 characters slides its window; the page says where it starts
-    at.slider(key="hidden_state_t").set_value(40).run()
-    assert any("window starts at position 9" in w.value for w in at.warning)
+    move_instant(at, STEP, 40)
+    assert "window starts at position 9" in instant_shown(at, STEP)[1]
     assert not at.exception
     # the RNN and LSTM slots keep their shipped models
     assert at.selectbox(key="hidden_state_source_LSTM").value == "shipped"
@@ -475,7 +475,7 @@ def test_the_race_takes_a_mingru_as_a_third_contender_when_ticked(monkeypatch):
     assert slot_box.options[-1].startswith("the race's minGRU, step ")
     slot_box.set_value("race").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert "parameters, from the race)" in page_text(at)
+    assert "parameters, from the race)" in instant_shown(at, STEP)[1]
 
 
 def test_the_connectivity_section_shows_each_models_gradient_norms_and_reach(shipped):
@@ -569,3 +569,66 @@ def test_the_passage_connectivity_prints_the_engines_shares_for_the_shipped_mode
     context = shipped["Transformer"].model.block_size
     assert results["Transformer"].mean()[context:].max() == 0
     assert f"The Transformer's line stops at d = {context - 1}" in shown
+
+
+def _strip(data: dict, t: int, slot: str, label: str) -> dict:
+    """The image block ``label`` of ``slot``'s column at stop t (the grid's columns, in rows of two)."""
+    parts = [part for block in data["views"][t] if "columns" in block for part in block["columns"]]
+    column = next(part for part in parts if part[0]["text"].startswith(f"**{slot}**"))
+    return next(block for block in column if "image" in block and block["caption"].startswith(label))
+
+
+def _pixels(block: dict) -> np.ndarray:
+    import base64
+    import io
+
+    from PIL import Image
+
+    prefix = "data:image/png;base64,"
+    assert block["image"].startswith(prefix)
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(block["image"][len(prefix):]))).convert("RGB"))
+
+
+def test_t_answers_in_the_browser_with_every_ts_strips_and_attention(shipped):
+    """Every t is a stop of the t slider: its RNN strip is coloured by h_t from PyTorch's own recurrence run by
+    hand over the sentence (red where h > 0, blue where h < 0, darker the larger |h|), and its attention table holds
+    the Transformer's own attention row at t; a move lands in the session and the address."""
+    at = open_page(PAGE, timeout=120)
+    data = instant_control(at, STEP)
+    assert data["labels"] == [str(t) for t in range(len(DEFAULT_SENTENCE))] and data["index"] == 12
+    t = 20
+    assert f"Read so far (t = {t}): “{DEFAULT_SENTENCE[: t + 1]}”" in data["views"][t][0]["text"]
+    # h_t by hand: h = tanh(W_ih x + b_ih + W_hh h + b_hh) over x_0 … x_t
+    rnn = shipped["RNN"]
+    ids = rnn.vocab.encode(DEFAULT_SENTENCE)
+    cell = rnn.model.rnn
+    h = torch.zeros(cell.hidden_size)
+    with torch.no_grad():
+        inputs = rnn.model.inputs(ids.view(1, -1))[0]
+        for x in inputs[: t + 1]:
+            h = torch.tanh(cell.weight_ih_l0 @ x + cell.bias_ih_l0 + cell.weight_hh_l0 @ h + cell.bias_hh_l0)
+    h = h.numpy()
+    strip = _strip(data, t, "RNN", "h (layer 1)")
+    assert f"max |·| {np.abs(h).max():.2g}" in strip["caption"]
+    pixels = _pixels(strip)[0].astype(int)  # one pixel per unit
+    assert pixels.shape == (len(h), 3) and strip["width"] >= len(h)
+    red, blue = pixels[:, 0] - pixels[:, 2], pixels[:, 2] - pixels[:, 0]
+    clear = np.abs(h) > 0.2 * np.abs(h).max()
+    assert (red[clear & (h > 0)] > 0).all() and (blue[clear & (h < 0)] > 0).all()
+    darkness = 765 - pixels.sum(axis=1)
+    order = np.argsort(np.abs(h))
+    assert np.corrcoef(np.abs(h)[order], darkness[order])[0, 1] > 0.9
+    peak = int(np.argmax(np.abs(h)))  # drawn in RdBu_r's end: dark red rgb(103,0,31) or dark blue rgb(5,48,97)
+    assert np.abs(pixels[peak] - ((103, 0, 31) if h[peak] > 0 else (5, 48, 97))).max() <= 2
+    # the attention table at t: the Transformer's own trace, row t
+    gpt = shipped["Transformer"]
+    _, trace = gpt.model.trace(gpt.vocab.encode(DEFAULT_SENTENCE[: t + 1]).view(1, -1))
+    row = trace.attention[:, 0, :, t, : t + 1].detach().numpy()  # (L, heads, s ≤ t)
+    table = instant_control(at, f"{STEP}_figure_attention")["views"][t][1]["heat_table"]
+    assert [c[0] for c in table["columns"]] == [c if c != " " else "·" for c in DEFAULT_SENTENCE[: t + 1]]
+    shown = np.array([[float(value) for _, value in r["cells"]] for r in table["rows"]])
+    np.testing.assert_allclose(shown, row.reshape(-1, t + 1), atol=6e-4)
+    assert table["rows"][1]["label"] == "layer 1 head 2"
+    move_instant(at, STEP, 30)
+    assert not at.exception
+    assert instant_control(at, STEP)["index"] == 30 and at.query_params["t"] == "30"

@@ -15,8 +15,9 @@ from rnnviz.core.config import ModelConfig
 from rnnviz.figures.hidden_state import carried_strips, diverging_rgb
 from rnnviz.interpret import hidden_state as hs
 from rnnviz.serving.live import LiveRun
+from rnnviz.ui.hidden_state.sections import STEP
 from rnnviz.ui.kit.models import LIVE_RUN_KEY
-from tests.apptest_helpers import open_page, page_text
+from tests.apptest_helpers import instant_control, instant_shown, open_page, page_text
 
 PAGE = "app_pages/hidden_state.py"
 L, H, HEADS, E, K = 2, 16, 2, 8, 4  # tiny: layers, width, heads, embedding, the short convolution's width
@@ -47,13 +48,16 @@ def shown_state(text: str, slot: str) -> tuple[int, int]:
 
 
 def strip_captions(at) -> list[str]:
-    return [img.caption for el in at.get("image") for img in el.proto.imgs]
+    """The strips' captions at the t slider's stop (it answers in the browser: its view holds them)."""
+    data = instant_control(at, STEP)
+    parts = [inner for block in data["views"][data["index"]] for part in block.get("columns", []) for inner in part]
+    return [block["caption"] for block in parts if "image" in block]
 
 
 def test_each_state_kind_fills_a_slot_of_its_own_from_a_live_run_or_an_upload():
     corpus = load_builtin("english-docs")
     at = open_page(PAGE, timeout=120)
-    assert not any(f"**{slot}** (" in page_text(at) for slot in ("sLSTM", "mLSTM", "Selective SSM",
+    assert not any(f"**{slot}** (" in instant_shown(at, STEP)[1] for slot in ("sLSTM", "mLSTM", "Selective SSM",
                                                                  "Linear attention"))  # none shipped: no slot
     rounds = ((("sLSTM", "slstm", {}), ("mLSTM", "mlstm", {})),
               (("Linear attention", "linear_attention", {"reset_state": True}), ("Selective SSM", "selective", {})))
@@ -67,7 +71,7 @@ def test_each_state_kind_fills_a_slot_of_its_own_from_a_live_run_or_an_upload():
             (f"{upload_kind}.pt", checkpoint_bytes(uploaded, "english-docs"), "application/octet-stream")).run()
         assert not at.exception, [e.value for e in at.exception]
         assert not at.error, [e.value for e in at.error]
-        text = page_text(at)
+        text = page_text(at) + instant_shown(at, STEP)[1]
         for slot, kind, model, origin in ((live_slot, live_kind, run.trainer.model, "live-trained"),
                                           (upload_slot, upload_kind, uploaded.model, "uploaded")):
             parameters = sum(p.numel() for p in model.parameters())

@@ -46,6 +46,8 @@ class Strip:
 
     label: str  # what it is and the |value| that its colours are scaled to: "h (layer 1) · max |·| 0.98"
     image: np.ndarray  # (height px, width px, 3) uint8
+    cell: tuple[int, int] = (1, 1)  # (height, width) in pixels of one value's block: image[::h, ::w] has one each
+    scaled: np.ndarray | None = None  # the values the colours stand for, over the peak (−1 … 1), one per block
 
 
 def diverging_rgb(scaled: np.ndarray) -> np.ndarray:
@@ -79,7 +81,7 @@ def carried_strips(carried: Carried, width_px: int = STRIP_WIDTH_PX, block_px: i
             row_px = max(1, block_px // rows) if cache else max(2, min(VECTOR_PX, MATRIX_PX // rows))
         image = diverging_rgb(values / peak).repeat(row_px, axis=0).repeat(unit_px, axis=1)
         span = f", s = {carried.window_start}…{carried.t}" if cache and rows > 1 else ""
-        strips.append(Strip(f"{tensor.name}{span} · max |·| {peak:.2g}", image))
+        strips.append(Strip(f"{tensor.name}{span} · max |·| {peak:.2g}", image, (row_px, unit_px), values / peak))
     return strips
 
 
@@ -107,34 +109,51 @@ def carried_bytes_figure(curves: dict[str, np.ndarray], text: str) -> go.Figure:
     return house_style(fig, height=340)
 
 
-def attention_table(weights: np.ndarray, text: str, start: int) -> str:
-    """Attention of one position as an HTML heat table: rows are (layer, head), columns the characters it may
-    read, s = start…t, each cell coloured by its weight (white 0, dark blue 1) with the weight on hover.
+ATTENTION_KEY = ("earlier character s (its position below it); colour: the weight, white 0 … dark blue 1; hover a "
+                 "cell for its value")
 
-    A table, not a chart: a step of t redraws it, and the browser draws a table of a few hundred cells at once
-    where a new plotly chart would be slower. Characters are escaped one by one; colours are built from numbers
-    only."""
+
+def attention_cells(weights: np.ndarray, text: str, start: int) -> dict:
+    """Attention of one position as plain data: ``columns`` the characters it may read, s = start…t, each as
+    [itself, its position where there is room to show it (else ""), how a cell's hover names it]; ``rows`` one per
+    (layer, head), each cell as [its colour (white 0, dark blue 1: "rgb(r,g,b)"), its weight]; ``hover`` a cell's
+    hover text, with {row}, {column} and {value} in it; ``cell_px`` a cell's width."""
     layers, heads, width = weights.shape
     chars = [visible_char(c) for c in text[start : start + width]]
-    cell = f"padding:0;width:{max(10, min(36, TABLE_PX // width))}px;height:22px"
+    columns = [[c, str(start + i) if width <= 40 or i % 4 == 0 else "", f"{c!r} (s = {start + i})"]
+               for i, c in enumerate(chars)]
+    rows = [{"label": f"layer {layer + 1} head {h + 1}",
+             "cells": [[f"rgb({r},{g},{b})", f"{w:.3f}"]
+                       for w, (r, g, b) in zip(weights[layer, h], sequential_rgb(weights[layer, h]))]}
+            for layer in range(layers) for h in range(heads)]
+    return {"columns": columns, "rows": rows, "hover": "{row} reads {column} with weight {value}",
+            "cell_px": max(10, min(36, TABLE_PX // width))}
+
+
+def attention_table(weights: np.ndarray, text: str, start: int) -> str:
+    """Attention of one position as an HTML heat table (``attention_cells`` drawn): rows are (layer, head), columns
+    the characters it may read, s = start…t, each cell coloured by its weight (white 0, dark blue 1) with the weight
+    on hover.
+
+    A table, not a chart: a step of t redraws it, and the browser draws a table of a few hundred cells at once
+    where a new plotly chart would be slower. Text is escaped piece by piece; colours are built from numbers only."""
+    table = attention_cells(weights, text, start)
+    cell = f"padding:0;width:{table['cell_px']}px;height:22px"
     head = "".join(f"<th style='font-weight:normal;padding:0 1px;text-align:center'>{html.escape(c)}"
-                   f"{f'<br><small>{start + i}</small>' if width <= 40 or i % 4 == 0 else ''}</th>"
-                   for i, c in enumerate(chars))
+                   f"{f'<br><small>{position}</small>' if position else ''}</th>"
+                   for c, position, _ in table["columns"])
     rows = []
-    for layer in range(layers):
-        for h in range(heads):
-            label = f"layer {layer + 1} head {h + 1}"
-            cells = "".join(
-                f"<td title='{label} reads {html.escape(repr(chars[i]))} (s = {start + i}) with weight {w:.3f}' "
-                f"style='{cell};background:rgb({r},{g},{b})'></td>"
-                for i, (w, (r, g, b)) in enumerate(zip(weights[layer, h], sequential_rgb(weights[layer, h]))))
-            rows.append(f"<tr><th style='font-weight:normal;text-align:right;white-space:nowrap;padding-right:6px'>"
-                        f"{label}</th>{cells}</tr>")
+    for row in table["rows"]:
+        titles = [table["hover"].format(row=row["label"], column=named, value=value)
+                  for (_, _, named), (_, value) in zip(table["columns"], row["cells"])]
+        cells = "".join(f"<td title='{html.escape(title)}' style='{cell};background:{rgb}'></td>"
+                        for title, (rgb, _) in zip(titles, row["cells"]))
+        rows.append(f"<tr><th style='font-weight:normal;text-align:right;white-space:nowrap;padding-right:6px'>"
+                    f"{row['label']}</th>{cells}</tr>")
     # Cells apart by a gap (border-spacing), not a white border, so the grid reads on a light or a dark page.
     return (f"<table style='border-collapse:separate;border-spacing:1px;font-size:14px'>"
             f"<tr><th></th>{head}</tr>{''.join(rows)}</table>"
-            f"<div style='font-size:13px;{FADED}'>earlier character s (its position below it); "
-            "colour: the weight, white 0 … dark blue 1; hover a cell for its value</div>")
+            f"<div style='font-size:13px;{FADED}'>{ATTENTION_KEY}</div>")
 
 
 def sequential_rgb(values: np.ndarray) -> list[tuple[int, int, int]]:

@@ -6,10 +6,21 @@ docs/screenshots/hidden-state.png."""
 from playwright.sync_api import expect
 
 from tests.e2e.harness import ROOT, open_app_page, screenshot_from, screenshot_whole_page, wait_idle
-from tests.e2e.test_gradients_gates import nudge_slider
 
 DOCS = ROOT / "docs" / "screenshots"
 FIRST_LOAD_MS = 120_000  # loads the shipped models and builds the bottleneck plot once per process
+# The t slider answers in the browser: the four models' columns are drawn in its view (kit.instant), in this order.
+T_SLIDER = ".st-key-hidden_state_t .rnnviz-instant-range"
+COLUMNS = ".st-key-hidden_state_t_instant .rnnviz-instant-column"
+MODELS = ("RNN", "LSTM", "minGRU", "Transformer")
+
+
+def step_t(page, presses: int = 1) -> None:
+    """Move t by keyboard, as a user would."""
+    slider = page.locator(T_SLIDER)
+    slider.focus()
+    for _ in range(presses):
+        slider.press("ArrowRight")
 
 
 def no_exception(page) -> bool:
@@ -25,20 +36,20 @@ def test_step_through_a_sentence_see_four_states_attention_and_the_probe(page, b
     expect(main.get_by_text("bytes", exact=False).first).to_be_visible()
     # four carried states, each with its size in numbers and bytes, each with its heat strip
     expect(main.locator("strong").filter(has_text=" bytes")).to_have_count(4)
-    expect(main.locator("[class*='st-key-hidden_state_carried_']")).to_have_count(4)
+    expect(main.locator(COLUMNS)).to_have_count(4)
     expect(main.get_by_text("what it writes cannot depend on what it already holds", exact=False)).to_be_visible()
     # two rows of two: the minGRU sits under the RNN, the Transformer under the LSTM
-    boxes = {name: main.locator(f".st-key-hidden_state_carried_{name}").bounding_box()
-             for name in ("RNN", "LSTM", "minGRU", "Transformer")}
+    boxes = {name: main.locator(COLUMNS).nth(i).bounding_box() for i, name in enumerate(MODELS)}
     assert boxes["minGRU"]["y"] > boxes["RNN"]["y"] + boxes["RNN"]["height"] - 1
     assert abs(boxes["minGRU"]["x"] - boxes["RNN"]["x"]) < 2 and boxes["LSTM"]["x"] > boxes["RNN"]["x"] + 300
     assert boxes["RNN"]["width"] > 400  # half the main column at 1400 px (about 460 px), not a quarter
     expect(main.get_by_text("The Transformer's attention at t")).to_be_visible()
-    nudge_slider(page, "t: the last character read", "ArrowRight", presses=3)
+    step_t(page, presses=3)
     assert no_exception(page)
     expect(main.get_by_text("Row (layer, head): how much position t = 15")).to_be_visible()
     # the attention at t = 15 reads s = 0…15: one cell per (layer, head) and character, its weight on hover
-    expect(main.locator(".st-key-hidden_state_attention td")).to_have_count(2 * 4 * 16)
+    expect(main.locator(".st-key-hidden_state_t_figure_attention td")).to_have_count(2 * 4 * 16)
+    wait_idle(page)
     page.get_by_role("button", name="Fit the probes").click()
     wait_idle(page, timeout_ms=120_000)
     expect(main.get_by_text("Dashed grey: always answering")).to_be_visible(timeout=120_000)
@@ -58,18 +69,17 @@ def test_the_t_slider_sits_right_above_the_four_strips_it_moves(page, base_url):
                   " const h = [...m.querySelectorAll('h3')].find(e => e.textContent.startsWith('What each'));"
                   " m.scrollTop += h.getBoundingClientRect().top - 70; }")
     page.wait_for_timeout(300)
-    slider = main.locator("[data-testid='stSlider']").filter(has_text="t: the last character read").bounding_box()
+    slider = main.locator(".st-key-hidden_state_t .rnnviz-instant-control").bounding_box()
     height = page.viewport_size["height"]
     assert 0 <= slider["y"] and slider["y"] + slider["height"] <= height
-    for name in ("RNN", "LSTM", "minGRU", "Transformer"):
-        box = main.locator(f".st-key-hidden_state_carried_{name}").bounding_box()
+    for i, name in enumerate(MODELS):
+        box = main.locator(COLUMNS).nth(i).bounding_box()
         assert box["y"] > slider["y"] + slider["height"], name  # below the slider
         assert box["y"] + box["height"] <= height, f"the {name}'s strips run off the screen"
-    before = main.locator(".st-key-hidden_state_carried_Transformer img").first.get_attribute("src")
-    nudge_slider(page, "t: the last character read", "ArrowRight")
+    before = main.locator(COLUMNS).nth(3).locator("img").first.get_attribute("src")
+    step_t(page)
     expect(main.get_by_text("Read so far (t = 13)")).to_be_visible()
-    # The strips come later in the same run than the "Read so far" line: wait for the new picture, not one look.
-    expect(main.locator(".st-key-hidden_state_carried_Transformer img").first).not_to_have_attribute("src", before)
+    expect(main.locator(COLUMNS).nth(3).locator("img").first).not_to_have_attribute("src", before)
     assert no_exception(page)
 
 

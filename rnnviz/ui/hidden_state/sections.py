@@ -7,8 +7,9 @@ each, with no shipped model: it shows only when this session has a model of its 
 
 Figures of shipped models are built once per process and shared by every session (``shared_figure``); figures
 of a session's own models are kept in that session only (``session_value``), keyed by the model and its step.
-A step of t reruns only the fragment that draws what t moves (the t slider sits right above the four strips), and
-what depends only on the models and the sentence (the bytes curves) is not computed again for each t.
+A step of t answers in the browser (every t's strips and attention sent ahead; a long sentence's step reruns only
+the fragment that draws what t moves), and what depends only on the models and the sentence (the bytes curves) is
+not computed again for each t.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from rnnviz.limits import name_bidi_controls
 from rnnviz.serving.live import still_copy
 from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.hidden_state.race import current_runner
+from rnnviz.ui.kit import instant
 from rnnviz.ui.kit.cache import session_value, value_for
-from rnnviz.ui.kit.instant import Stop, instant_figure, instant_slider, note
+from rnnviz.ui.kit.instant import Stop, instant_blocks, instant_figure, instant_slider, note
 from rnnviz.ui.kit.keys import PageKeys
 from rnnviz.ui.kit.links import LinkParam, mirror_to_link, parse_int_in, parse_text
 from rnnviz.ui.kit.models import (
@@ -51,6 +53,7 @@ PAGE = "hidden_state"
 page_key = PageKeys(PAGE)
 SENTENCE = page_key("sentence")
 STEP = page_key("t")
+STEP_LABEL = "t: the last character read (0-based)"
 ATTENDED = page_key("s")  # the character whose readers are shown
 STRIP = page_key("strip")  # the clickable character strip
 # The four shipped models of rnnviz/assets/models/MODELS.md this page compares, by file stem.
@@ -238,10 +241,8 @@ def choose_step(readable: list[Slot]) -> int:
     length = max((len(s.ids) for s in readable), default=1)
     if length < 2:
         return 0
-    if st.session_state.get(STEP, 0) > length - 1:  # a shorter sentence: keep t inside it
-        st.session_state[STEP] = length - 1
-    st.session_state.setdefault(STEP, min(length - 1, 12))
-    return st.slider("t: the last character read (0-based)", 0, length - 1, key=STEP)
+    keep_step_inside(length)
+    return st.slider(STEP_LABEL, 0, length - 1, key=STEP)
 
 
 def sizes_caption(carried: hs.Carried) -> str:
@@ -257,29 +258,136 @@ def _carried_at(model, ids: torch.Tensor, t: int) -> tuple[str, int, list[fig.St
     return sizes_caption(carried), carried.window_start, fig.carried_strips(carried)
 
 
+# Up to INSTANT_CHARS characters, t answers in the browser: every t's strips (PNGs of one pixel per value, drawn as
+# sharp blocks) and attention table are sent with the fragment (about 1.2 and 0.4 MB for the four shipped models at
+# the default 52 characters). A longer sentence's server draws the t picked, as before.
 @fragment
 def step_through(slot_list: list[Slot]) -> None:
     """The t slider, right above what it moves: the four carried states, the bytes against t and the
     Transformer's attention at t. A step of t reruns this fragment only."""
     st.subheader("What each model carries into step t+1")
-    t = choose_step([s for s in slot_list if s.ids is not None])
+    readable = [s for s in slot_list if s.ids is not None]
+    length = max((len(s.ids) for s in readable), default=1)
+    if length < 2 or length > INSTANT_CHARS:
+        t = choose_step(readable)
+        mirror_to_link((STEP_LINK,))
+        draw_carried(slot_list, t)
+        draw_attention_at(slot_list, t)
+        return
+    keep_step_inside(length)
+    text = sentence()
+    for slot in slot_list:
+        if slot.error:
+            st.error(literal(slot.error), icon=":material/block:")
+    stops = slot_value(step_stops, slot_list, slot_list, text, key=("step stops", text))
+    instant_slider(STEP_LABEL, STEP, stops, link=STEP_LINK)
     mirror_to_link((STEP_LINK,))
-    draw_carried(slot_list, t)
-    draw_attention_at(slot_list, t)
+    draw_bytes(slot_list)
+    st.subheader("The Transformer's attention at t")
+    slot = _transformer(slot_list)
+    if slot is None:
+        st.info("The Transformer cannot read this sentence (see the message above).")
+        return
+    views = slot_value(attention_views, [slot], slot, text, key=("attention views", text))
+    instant_blocks(STEP, "attention", views + views[-1:] * (len(stops) - len(views)))
+
+
+def keep_step_inside(length: int) -> None:
+    if st.session_state.get(STEP, 0) > length - 1:  # a shorter sentence: keep t inside it
+        st.session_state[STEP] = length - 1
+    st.session_state.setdefault(STEP, min(length - 1, 12))
+
+
+def read_so_far(text: str, t: int) -> str:
+    following = repr(text[t + 1]) if t + 1 < len(text) else "the end"
+    return f"Read so far (t = {t}): “{text[: t + 1]}” — next comes {following}."
+
+
+def window_warning(slot: Slot, text: str, window_start: int) -> str:
+    return (f"The sentence is longer than this Transformer's context of {slot.model.block_size} characters: its "
+            f"window starts at position {window_start} ({text[window_start]!r}).")
+
+
+def slot_heading(slot: Slot) -> str:
+    origin = "" if slot.shared else f", {SOURCE_LABELS[slot.candidate.origin]}"
+    return f"**{slot.name}** ({params(slot):,} parameters{origin}): what it carries into t+1"
+
+
+def kind_caption(slot: Slot) -> str:
+    kind = slot.model.config.kind
+    return MINGRU_TRADE if kind == "mingru" else STATE_STRIPS.get(kind, "")
+
+
+def strip_alt(strip: fig.Strip) -> str:
+    return f"{strip.label}: one tensor drawn as a strip of coloured cells, one per unit"
+
+
+# A strip sent to the browser: one pixel per value, its colour one of 255 evenly spaced along fig.diverging_rgb (the
+# server's strip differs by a level or two of a channel), and grey for a missing value: a third of the RGB bytes.
+STRIP_PALETTE = np.vstack([fig.diverging_rgb(np.linspace(-1, 1, 255)), [fig.MISSING_RGB]]).astype(np.uint8)
+
+
+def strip_levels(scaled: np.ndarray) -> np.ndarray:
+    """Each value's row of STRIP_PALETTE."""
+    scaled = np.atleast_2d(scaled)
+    levels = np.rint((np.clip(np.nan_to_num(scaled), -1, 1) + 1) / 2 * 254).astype(np.uint8)
+    levels[np.isnan(scaled)] = 255
+    return levels
+
+
+def step_stops(slot_list: list[Slot], text: str) -> list[Stop]:
+    """Every t: the sentence read so far, and each model's carried tensors as heat strips, in today's grid."""
+    length = max(len(s.ids) for s in slot_list if s.ids is not None)
+    stops = []
+    for t in range(length):
+        parts = []
+        for slot in slot_list:
+            part = [instant.text(slot_heading(slot))]  # no user text in it
+            if slot.ids is None:
+                parts.append([*part, note("Cannot read this sentence.")])
+                continue
+            tt = min(t, len(slot.ids) - 1)
+            carried, _ = hs.carried_state(slot.model, slot.ids, tt)
+            part.append(instant.text(sizes_caption(carried)))
+            if carried.window_start > 0:
+                part.append(instant.alert("warning", as_typed(window_warning(slot, text, carried.window_start))))
+            for strip in fig.carried_strips(carried):
+                part.append(instant.image(strip_levels(strip.scaled), strip.label, strip_alt(strip),
+                                          size=strip.image.shape[:2], palette=STRIP_PALETTE))
+            if kind_caption(slot):
+                part.append(note(kind_caption(slot)))
+            parts.append(part)
+        rows = [parts] if len(parts) <= 3 else [parts[i : i + PER_ROW] for i in range(0, len(parts), PER_ROW)]
+        stops.append(Stop(t, (instant.text(as_typed(read_so_far(text, t))),
+                              *(instant.columns(*row) for row in rows), note(STRIPS_KEY))))
+    return stops
+
+
+def attention_views(slot: Slot, text: str) -> list[list[dict]]:
+    """Every t's attention of the Transformer, as draw_attention_at shows it."""
+    views = []
+    for t in range(len(slot.ids)):
+        start, weights = hs.attention_at(slot.model, slot.ids, t)
+        views.append([instant.text(as_typed(attention_sentence(text, t))),
+                      instant.heat_table({**fig.attention_cells(weights, text, start), "key": fig.ATTENTION_KEY})])
+    return views
+
+
+def attention_sentence(text: str, t: int) -> str:
+    return (f"Row (layer, head): how much position t = {t} ({text[t]!r}) reads each earlier character s ≤ t; each "
+            "row sums to 1. Nothing after t is visible (the causal mask).")
 
 
 def draw_carried(slot_list: list[Slot], t: int) -> None:
     """One column per model: its carried tensors with sizes, as heat strips; then the bytes against t."""
     text = sentence()
-    following = literal(repr(text[t + 1])) if t + 1 < len(text) else "the end"
-    st.markdown(f"Read so far (t = {t}): “{literal(text[: t + 1])}” — next comes {following}.")
+    st.markdown(literal(read_so_far(text, t)))
     for slot in slot_list:
         if slot.error:
             st.error(literal(slot.error), icon=":material/block:")
     for col, slot in zip(grid(len(slot_list)), slot_list):
         with col:
-            origin = "" if slot.shared else f", {SOURCE_LABELS[slot.candidate.origin]}"
-            st.markdown(f"**{slot.name}** ({params(slot):,} parameters{origin}): what it carries into t+1")
+            st.markdown(slot_heading(slot))
             if slot.ids is None:
                 st.caption("Cannot read this sentence.")
                 continue
@@ -288,19 +396,19 @@ def draw_carried(slot_list: list[Slot], t: int) -> None:
                                                        key=("carried", tt, text))
             st.markdown(caption)
             if window_start > 0:
-                st.warning(f"The sentence is longer than this Transformer's context of "
-                           f"{slot.model.block_size} characters: its window starts at position "
-                           f"{window_start} ({literal(repr(text[window_start]))}).", icon=":material/crop:")
+                st.warning(literal(window_warning(slot, text, window_start)), icon=":material/crop:")
             with st.container(key=page_key("carried", slot.name), gap=None):
                 for strip in strips:
-                    st.image(strip.image, caption=strip.label, width="stretch",
-                             alt=f"{strip.label}: one tensor drawn as a strip of coloured cells, one per unit")
-            kind = slot.model.config.kind
-            if kind == "mingru":
-                st.caption(MINGRU_TRADE)
-            elif kind in STATE_STRIPS:
-                st.caption(STATE_STRIPS[kind])
+                    st.image(strip.image, caption=strip.label, width="stretch", alt=strip_alt(strip))
+            if kind_caption(slot):
+                st.caption(kind_caption(slot))
     st.caption(STRIPS_KEY)
+    draw_bytes(slot_list)
+
+
+def draw_bytes(slot_list: list[Slot]) -> None:
+    """The bytes each model carries against t: the same for every t."""
+    text = sentence()
     readable = [s for s in slot_list if s.ids is not None]
     if readable:
         models = [(s.name, s.model, s.ids) for s in readable]
@@ -363,8 +471,7 @@ def draw_attention_at(slot_list: list[Slot], t: int) -> None:
         return
     text = sentence()
     tt = min(t, len(slot.ids) - 1)
-    st.markdown(f"Row (layer, head): how much position t = {tt} ({literal(repr(text[tt]))}) reads each earlier "
-                "character s ≤ t; each row sums to 1. Nothing after t is visible (the causal mask).")
+    st.markdown(literal(attention_sentence(text, tt)))
     with st.container(key=page_key("attention")):
         st.html(slot_value(_attention_table, [slot], slot.model, slot.ids, text, tt, key=("attention", text, tt)))
 

@@ -108,9 +108,60 @@ function coloured(item, parent, shared) {
   text.appendChild(spans);
 }
 
+// Only a PNG the server encoded is shown (a data: address of base64 text); sizes are whole numbers of pixels.
+const PNG = /^data:image\/png;base64,[A-Za-z0-9+/]+={0,2}$/;
+const pixels = (value) => (Number.isInteger(value) && value > 0 && value < 100000 ? String(value) : "");
+
+// A picture as st.image draws it, its caption under it (image in instant.py).
+function picture(item, parent) {
+  const box = html("figure", "rnnviz-instant-figure", parent);
+  if (typeof item.image === "string" && PNG.test(item.image)) {
+    const img = html("img", "rnnviz-instant-image", box);
+    img.alt = item.alt || "";
+    for (const name of ["width", "height"]) if (pixels(item[name])) img.setAttribute(name, pixels(item[name]));
+    // drawn at the size asked for, not the PNG's own shape (a strip comes one pixel per value)
+    if (pixels(item.width) && pixels(item.height)) img.style.aspectRatio = `${item.width} / ${item.height}`;
+    img.src = item.image;
+  }
+  if (item.caption) rich(item.caption, html("figcaption", "rnnviz-instant-caption", box));
+}
+
+// A table of coloured cells with a text on hover each (heat_table in instant.py).
+function heatTable(item, parent) {
+  const box = html("div", "rnnviz-instant-heat", parent);
+  const table = html("table", "", box);
+  const head = html("tr", "", table);
+  html("th", "", head);
+  const columns = item.columns || [];
+  for (const [name, under] of columns) {
+    const cell = html("th", "", head);
+    cell.textContent = name;
+    if (under) { html("br", "", cell); html("small", "", cell).textContent = under; }
+  }
+  const width = pixels(item.cell_px);
+  // The hover text: the server's words, its {row}, {column} and {value} replaced by the server's names and value.
+  const hover = (row, column, value) => String(item.hover || "").replace(/\{(row|column|value)\}/g,
+    (_, part) => String({ row: row.label, column: column ? column[2] : "", value }[part]));
+  for (const row of item.rows || []) {
+    const line = html("tr", "", table);
+    html("th", "row", line).textContent = row.label;
+    (row.cells || []).forEach(([fill, value], i) => {
+      const cell = html("td", "", line);
+      if (width) cell.style.width = `${width}px`;
+      cell.style.background = colour(fill);
+      cell.title = hover(row, columns[i], value);
+    });
+  }
+  if (item.key) html("div", "rnnviz-instant-caption", box).textContent = item.key;
+}
+
 function block(item, parent, shared) {
   if (item.coloured !== undefined) {
     coloured(item, parent, shared);
+  } else if (item.image !== undefined) {
+    picture(item, parent);
+  } else if (item.heat_table) {
+    heatTable(item.heat_table, parent);
   } else if (item.metrics) {
     const row = html("div", "rnnviz-instant-metrics", parent);
     const widths = item.widths || item.metrics.map(() => 1);

@@ -5,7 +5,8 @@ to in the frame of the move, with no script run (issue 63).
 A view is two parts, drawn from the same stops:
 
 - ``instant_stepper`` or ``instant_slider``: the control, with the stop's numbers, equations and sentences under it
-  (``Stop``'s blocks, built with ``metrics``, ``latex``, ``text``, ``note``, ``alert`` and ``columns``);
+  (``Stop``'s blocks, built with ``metrics``, ``latex``, ``text``, ``note``, ``alert``, ``columns``, ``image`` and
+  ``heat_table``);
 - ``instant_figure``: a plotly chart that holds every stop's figure as one of plotly's own frames; the control makes
   the chart draw the stop's frame (it stays a Streamlit chart: its toolbar, its size, the room's fonts);
 - ``instant_blocks``: a stop's blocks away from the control (numbers beside a figure), which show the control's stop.
@@ -21,14 +22,18 @@ The browser only picks: every number, word and figure of every stop is the serve
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
+from PIL import Image
 
 from rnnviz.figures import describe
 from rnnviz.ui.app.presenting import ROOM_SCALE, presenting
@@ -90,6 +95,21 @@ _CSS = """
 .rnnviz-instant-meaning { font-size: 0.8125rem; opacity: 0.75; }
 .rnnviz-instant-coloured { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9375rem;
   line-height: 1.55; white-space: pre-wrap; word-break: break-all; }
+/* An image (image): as st.image draws it, the column's width, its caption centred under it; a heat strip sent one
+   pixel per value is drawn with sharp blocks. */
+.rnnviz-instant-figure { margin: 0; }
+.rnnviz-instant-image { display: block; width: 100%; height: auto; image-rendering: pixelated;
+  border-radius: 0.5rem; }
+/* A column of pictures is spaced as Streamlit spaces the elements of st.columns. */
+.rnnviz-instant-column:has(> .rnnviz-instant-figure) { display: flex; flex-direction: column; gap: 0.75rem; }
+.rnnviz-instant-figure .rnnviz-instant-caption { text-align: center; margin-top: 0.25rem; }
+/* A heat table (heat_table): as figures.hidden_state.attention_table draws it. */
+.rnnviz-instant-heat { overflow-x: auto; }
+.rnnviz-instant-heat table { border-collapse: separate; border-spacing: 1px; font-size: 0.875rem; }
+.rnnviz-instant-heat th { font-weight: normal; padding: 0 1px; text-align: center; }
+.rnnviz-instant-heat th.row { text-align: right; white-space: nowrap; padding-right: 6px; }
+.rnnviz-instant-heat td { padding: 0; height: 22px; }
+.rnnviz-instant-heat .rnnviz-instant-caption { font-size: 0.8125rem; }
 """
 
 _instant = st.components.v2.component("rnnviz_instant", js=_JS, css=_CSS, isolate_styles=False)
@@ -153,6 +173,34 @@ def coloured_window(shared: str, start: int, end: int, label: str) -> Block:
     once for every stop: colortext.coloured_chars with its legend_data under "legend"), under the legend and
     ``label``, drawn as colortext.colored_text_html draws them."""
     return {"coloured": str(shared), "start": int(start), "end": int(end), "label": str(label)}
+
+
+def image(pixels: np.ndarray, caption: str, alt: str, size: tuple[int, int] | None = None,
+          palette: np.ndarray | None = None) -> Block:
+    """A picture as st.image draws it, the column's width, ``caption`` under it: ``pixels`` RGB (uint8, height ×
+    width × 3), or with ``palette`` (up to 256 RGB rows) each pixel's row in it (a third of the bytes); ``size``:
+    the (height, width) it is drawn at, each pixel a sharp block (a heat strip sent one pixel per value)."""
+    if palette is None:
+        picture = Image.fromarray(np.ascontiguousarray(pixels, dtype=np.uint8))
+    else:
+        picture = Image.fromarray(np.ascontiguousarray(pixels, dtype=np.uint8), mode="P")
+        picture.putpalette(np.asarray(palette, dtype=np.uint8).ravel().tolist())
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG", optimize=True)
+    height, width = size or pixels.shape[:2]
+    return {"image": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"),
+            "caption": str(caption), "alt": str(alt), "height": int(height), "width": int(width)}
+
+
+def heat_table(table: dict) -> Block:
+    """A table of coloured cells (figures.hidden_state.attention_cells): ``columns`` [[header, small text under it,
+    its name in a hover], …], ``rows`` [{"label", "cells": [["rgb(r,g,b)", value], …]}, …], ``hover`` a cell's
+    hover text with {row}, {column} and {value} in it, ``cell_px`` a cell's width, ``key`` the words under it."""
+    return {"heat_table": {"columns": [[str(a), str(b), str(c)] for a, b, c in table["columns"]],
+                           "rows": [{"label": str(row["label"]), "cells": [[str(c), str(v)] for c, v in row["cells"]]}
+                                    for row in table["rows"]],
+                           "hover": str(table["hover"]), "cell_px": int(table["cell_px"]),
+                           "key": str(table.get("key", ""))}}
 
 
 @dataclass(frozen=True)
