@@ -9,6 +9,8 @@ tab (it keeps one set of watchers however often it runs). Two things Streamlit c
 - **A keyboard's focus stays in its row of buttons** when the focused button turns itself off (Enter on Start,
   which is disabled while the run trains): the browser drops the focus to the page, and the next Tab would start
   again from the top. It moves to the next button of the row that is on (Pause).
+- **A move that waits for the server says so at once**: the run it starts marks the page as working (a bar along
+  the top, the parts the run redraws faded) from its first frame, where Streamlit fades them 0.5 s into a run.
 """
 
 from __future__ import annotations
@@ -91,14 +93,40 @@ SCRIPT = """<script>
     if (target) target.focus();
   };
 
+  // A run that a person's move started marks the page as working until it ends (app.style's WORKING_CSS): a key or
+  // a pointer in the last second, and not a control of kit.instant, which has answered already (its report's run,
+  // and a live page's own runs, show nothing).
+  const root = document.documentElement;
+  let lastMove = 0;
+  const moved = (event) => {
+    if (!(event.target.closest && event.target.closest(".rnnviz-instant"))) lastMove = Date.now();
+  };
+  document.addEventListener("pointerdown", moved, true);
+  document.addEventListener("keydown", moved, true);
+  let watchedApp = null;
+  const watchRuns = () => {
+    const app = document.querySelector("[data-testid='stApp']");
+    if (!app || app === watchedApp) return;
+    watchedApp = app;
+    new MutationObserver(() => {
+      const state = app.getAttribute("data-test-script-state");
+      const report = Number(root.dataset.rnnvizReport || 0);
+      if (state === "running" && lastMove + 1000 > Date.now() && !(report + 1000 > Date.now())) {
+        root.dataset.rnnvizWorking = "1";
+      }
+      else if (state === "notRunning") delete root.dataset.rnnvizWorking;
+    }).observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
+  };
+
   // One pass per frame however many nodes a live page changes in it.
   let queued = false;
   new MutationObserver(() => {
     if (queued) return;
     queued = true;
-    requestAnimationFrame(() => { queued = false; scan(); keepFocusInRow(); });
+    requestAnimationFrame(() => { queued = false; scan(); keepFocusInRow(); watchRuns(); });
   }).observe(document.body, {childList: true, subtree: true, attributes: true, attributeFilter: ["disabled"]});
   scan();
+  watchRuns();
 })();
 </script>""".replace("__TITLE__", SVG_TITLE).replace("__ICON_PATH__", ICON_PATH)
 

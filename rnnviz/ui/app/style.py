@@ -92,6 +92,24 @@ CAPTION_CSS = """
 [data-testid="stBaseButton-secondary"] kbd { color: inherit; opacity: 0.8; }"""
 
 
+# A move of a control that asks the server shows at once that the page is working (app.browser marks the run the
+# move started): a bar runs along the top, and what the run will redraw fades from the run's start (Streamlit's own
+# fade begins 0.5 s into a run, so a 0.3 s run showed nothing at all). A run shorter than 60 ms shows nothing.
+WORKING_CSS = """
+html[data-rnnviz-working] [data-testid="stMain"] [data-stale="true"] {
+  opacity: 0.45; transition: opacity 0.15s ease-in 0.06s;
+}
+html[data-rnnviz-working] body::after {
+  content: ""; position: fixed; top: 0; left: 0; right: 0; height: 3px; z-index: 1000100; pointer-events: none;
+  background: linear-gradient(90deg, transparent, rgb(255, 75, 75), transparent) no-repeat;
+  background-size: 35% 100%; animation: rnnviz-working 0.9s linear 0.06s infinite both;
+}
+@keyframes rnnviz-working { from { background-position: -40% 0; } to { background-position: 140% 0; } }
+@media (prefers-reduced-motion: reduce) {
+  html[data-rnnviz-working] body::after { animation: none; background-size: 100% 100%; }
+}"""
+
+
 # Streamlit draws a style-only st.html a moment after the script run has ended (its element's code loads lazily), so
 # a page can look idle before our CSS applies: the browser tests wait for this property on the root.
 APPLIED_MARK = "\n:root { --rnnviz-css: applied; }"
@@ -111,4 +129,4 @@ def page_css(theme: str | None) -> str:
         coloured = themed(LIGHT)
     else:
         coloured = themed(LIGHT) + "\n@media (prefers-color-scheme: dark) {" + themed(DARK) + "\n}"
-    return "<style>" + APPLIED_MARK + coloured + LAYOUT_CSS + CAPTION_CSS + "\n</style>"
+    return "<style>" + APPLIED_MARK + coloured + LAYOUT_CSS + CAPTION_CSS + WORKING_CSS + "\n</style>"

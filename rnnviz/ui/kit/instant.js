@@ -388,6 +388,8 @@ function report(state, index) {
     if (state.pressed) { state.reportTimer = setTimeout(send, state.data.quiet_ms); return; }
     state.reportTimer = null;
     state.seq += 1;
+    // (the run this report starts is no wait for anyone: app.browser does not mark the page as working for it)
+    document.documentElement.dataset.rnnvizReport = String(Date.now());
     state.setStateValue("move", { index, seq: state.seq });
     state.resendTimer = setTimeout(() => {
       if (!state.stopped && state.data.seq < state.seq && resends++ < RESENDS) send();
