@@ -16,7 +16,8 @@ from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.core.charmodel import build_model
 from rnnviz.core.config import ModelConfig
 from rnnviz.interpret import hidden_state as hs
-from rnnviz.ui.hidden_state.sections import ATTENDED, DEFAULT_SENTENCE, SLOTS, STEP, STRIP, readers_caption
+from rnnviz.ui.hidden_state.attending import readers_caption
+from rnnviz.ui.hidden_state.sections import ATTENDED, DEFAULT_SENTENCE, SLOTS, STEP, STRIP
 from tests.apptest_helpers import instant_control, instant_shown, move_instant, open_page, page_text
 from tests.figure_helpers import numbers
 

@@ -10,7 +10,8 @@ import pytest
 from rnnviz.figures.race import race_figure
 from rnnviz.serving.race import RaceStatus
 from rnnviz.ui.hidden_state import race as race_ui
-from tests.apptest_helpers import open_page, page_text
+from rnnviz.ui.hidden_state.sections import STEP
+from tests.apptest_helpers import instant_shown, open_page, page_text
 
 PAGE = "app_pages/hidden_state.py"
 
@@ -88,7 +89,7 @@ def test_the_raced_models_can_fill_the_pages_slots(short_race):
     box.set_value("race").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="hidden_state_source_LSTM").options[-1].startswith("the race's LSTM")
-    text = page_text(at)
+    text = instant_shown(at, STEP)[1]  # the slots' headings, under the t slider (kit.instant)
     assert f"**Transformer** ({gpt.num_parameters:,} parameters, from the race)" in text
 
 

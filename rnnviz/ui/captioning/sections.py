@@ -9,21 +9,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import streamlit as st
-import torch
 
 from rnnviz.captioning import api as M
 from rnnviz.captioning import shipped, world
 from rnnviz.charlm.pretrained import MODELS_DIR
 from rnnviz.figures import captioning as fig
 from rnnviz.figures import describe
-from rnnviz.ui.app.errors import fragment
 from rnnviz.ui.captioning.scene import PAGE, page_key
+from rnnviz.ui.captioning.words import MAX_WORDS, WORD, WORD_LINK, word_by_word
 from rnnviz.ui.kit.cache import NotComputed, lookup, remember, shared_value
-from rnnviz.ui.kit.instant import Stop, figure_key, instant_figure, instant_slider, text
 from rnnviz.ui.kit.links import (
     LinkParam,
     format_choices,
-    mirror_to_link,
     parse_choice,
     parse_choices,
     parse_float_in,
@@ -46,10 +43,6 @@ INFLUENCE_SCENES = 300
 JOIN_LABELS = {"every": "v at every step", "h0": "v only in the initial state h₀, c₀"}
 METHODS = ("greedy", "beam search", "sampling")
 SALIENCY_METHODS = ("gradient", "occlusion")
-MAX_WORDS = 64  # a link's word t: more than any caption the decoder writes; the page keeps t inside the caption
-TOP_K = 6  # bars of the top-k figure
-WORD = page_key("t")
-WORD_LINK = LinkParam("t", WORD, parse_int_in(1, MAX_WORDS), example="2")
 DEFAULTS = {page_key("beam"): 3, page_key("temp"): 1.0, page_key("ex_join"): "h0",
             page_key("sweep_ps"): [0.25, 0.5, 0.75, 1.0], page_key("train_p"): 0.9, page_key("train_steps"): 700}
 LINK = (
@@ -158,42 +151,6 @@ def decode_section(caps: Captioners, image: np.ndarray) -> tuple[M.Captioner, li
     st.session_state[WORD] = min(st.session_state.get(WORD, 4), len(ids))  # inside this caption
     word_by_word(words, probs, tree, (PAGE, "topk", *decoded))
     return model, ids
-
-
-def marked_line(words: list[str], t: int) -> str:
-    """The caption from <START> with word t in bold brackets (the caption's words are the vocabulary's, which holds
-    no ** or $ for the browser's text to read as markup)."""
-    return " ".join([M.START] + [f"**[{w}]**" if k == t else w for k, w in enumerate(words, start=1)])
-
-
-def topk_at(words: list[str], probs: torch.Tensor, t: int):
-    """The top-k figure of word t: p(w_t | w_<t, v), row t − 1 of ``probs``."""
-    top = torch.topk(probs[t - 1], TOP_K)
-    return fig.topk_figure([M.VOCAB[i] for i in top.indices.tolist()], top.values.tolist(), words[t - 1], t)
-
-
-# Word t answers in the browser: every t's caption line and top-k figure are sent with the page, and a move shows
-# its own in the frame of the move (kit.instant). The beam tree does not depend on t and stays as drawn.
-@fragment
-def word_by_word(words: list[str], probs: torch.Tensor, tree, decoded: tuple) -> None:
-    if len(words) > 1:
-        # No $math$ in the label: the kit draws a label once, before KaTeX has loaded, and it stays as typed.
-        instant_slider("Word t: the words before it, and p(w_t | w_<t, v), the distribution it was chosen from",
-                       WORD, [Stop(t, (text(marked_line(words, t)),)) for t in range(1, len(words) + 1)],
-                       link=WORD_LINK)
-        mirror_to_link((WORD_LINK,))
-    else:
-        st.markdown(" ".join([literal(M.START), f"**[{literal(words[0])}]**"]))
-    cols = st.columns([1, 2] if tree is not None else [1, 1])
-    with cols[0]:
-        if len(words) > 1:
-            instant_figure(WORD, "topk", lambda: [topk_at(words, probs, t) for t in range(1, len(words) + 1)],
-                           cache=decoded)
-        else:
-            plot(topk_at(words, probs, 1), key=figure_key(WORD, "topk"))  # one name for the chart, slider or not
-    if tree is not None:
-        with cols[1]:
-            plot(fig.beam_tree_figure(tree, M.VOCAB), key=page_key("beam_fig"))
 
 
 # ---------------------------------------------------------------------------------------------------------

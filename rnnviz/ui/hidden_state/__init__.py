@@ -5,7 +5,7 @@ remembers (memory probes) and the loss against the context read."""
 import streamlit as st
 
 from rnnviz.core import equations
-from rnnviz.ui.hidden_state import connectivity, memory, models, race, sections
+from rnnviz.ui.hidden_state import attending, connectivity, memory, models, race, sections, stepping
 from rnnviz.ui.kit.links import mirror_to_link, restore_from_link, share_link
 from rnnviz.ui.kit.widgets import page_header
 
@@ -39,8 +39,8 @@ def page() -> None:
     with st.expander("The models: shipped, live-trained, uploaded or raced", icon=":material/info:"):
         models.choose_models()
         models.model_table(slots)
-    sections.step_through(slots)
-    sections.who_attends(slots)
+    stepping.step_through(slots)
+    attending.who_attends(slots)
     connectivity.draw_connectivity(slots)
     memory.draw_probe(slots)
     memory.draw_bottleneck(slots)
