@@ -35,7 +35,8 @@ CONTROLS names them where a row measures them.
 
 Usage: python -m bench browser_latency   (needs Debian's chromium; a few minutes)
        python -m bench.browser_latency in-browser   (the controls that answer in the browser, and those that change
-       what they hold: row browser_latency_instant)
+       what they hold: row browser_latency_instant; ``in-browser class``: with two live runs training, row
+       browser_latency_instant_class)
 """
 
 from __future__ import annotations
@@ -114,19 +115,20 @@ SENTENCE_END = 51  # the hidden-state page's default sentence has 52 characters
 # "Show" buttons), one row stands for them. The first thirteen are the rows of the issue's first table.
 CONTROLS = [
     Control(HAND_BUILT, "Hand-built RNN: Step", "stepper", "handbuilt_step", press="step"),
-    Control("unrolling-bptt", "Unrolling: Steps T", "slider", "unroll_steps"),
+    Control("unrolling-bptt", "Unrolling: Steps T", "instant", "unroll_steps", drag=True),
     Control("unrolling-bptt", "Unrolling: Hidden size H", "slider", "unroll_hidden"),
     Control("truncated-bptt", "Truncated BPTT: Chunk length K", "slider", "tbptt_view_chunk"),
-    Control("truncated-bptt", "Truncated BPTT: Loss at step t", "slider", "tbptt_position"),
+    Control("truncated-bptt", "Truncated BPTT: Loss at step t", "instant", "tbptt_position", drag=True),
     Control("stacked-rnns", "Stacked RNNs: Step", "stepper", "stacked_step", press="step"),
     Control("gradient-decay?section=powers", "Gradient decay (powers): σ₁", "slider", "gradient_decay_sigma",
             drag=True),
     Control("gradient-decay?section=tanh", "Gradient decay (tanh′): σ₁", "slider", "gradient_decay_sigma"),
-    Control("gradient-decay?section=sum", "Gradient decay (per-step sum): K", "slider", "gradient_decay_steps"),
+    Control("gradient-decay?section=sum", "Gradient decay (per-step sum): K", "instant", "gradient_decay_steps",
+            drag=True),
     Control("gradient-decay?section=lstm", "Gradient decay (LSTM path): b_f", "slider", "gradient_decay_forget_bias",
             press="ArrowLeft", drag=True),
     Control("lstm-gates", "LSTM gates: forget gate f", "slider", "lstm_gates_f"),
-    Control("hidden-state", "Hidden state: t", "slider", "hidden_state_t"),
+    Control("hidden-state", "Hidden state: t", "instant", "hidden_state_t", drag=True),
     Control("hidden-cell-explorer", "Explorer: Unit +", "number", "explorer_unit"),
     # Home: the shared sidebar's seed and the presenting switch at the top of every page
     Control("", "Home: Seed +", "number", "seed"),
@@ -179,9 +181,9 @@ CONTROLS = [
     # (not the Tiny Shakespeare model: without the corpus on disk, choosing it sends the box back to the model before)
     Control("lstm-gates", "LSTM gates: model", "select", "lstm_gates_model", skip="tiny-shakespeare"),
     Control("lstm-gates", "LSTM gates: text", "radio", "lstm_gates_text_source"),
-    Control("hidden-state", "Hidden state: s, the character attended to", "slider", "hidden_state_s"),
-    Control(f"hidden-state?ct={SENTENCE_END - 10}", "Hidden state: t of the connectivity", "slider",
-            "hidden_state_connectivity_t"),
+    Control("hidden-state", "Hidden state: s, the character attended to", "instant", "hidden_state_s", drag=True),
+    Control(f"hidden-state?ct={SENTENCE_END - 10}", "Hidden state: t of the connectivity", "instant",
+            "hidden_state_connectivity_t", drag=True),
     Control("hidden-cell-explorer", "Explorer: Quantity", "select", "explorer_quantity"),
     Control("hidden-cell-explorer", "Explorer: a ranked cell's Show (any of 10)", "button", "explorer_show_*"),
     Control("hidden-cell-explorer", "Explorer: Window start", "instant", "explorer_window"),
@@ -192,7 +194,7 @@ CONTROLS = [
     Control("image-captioning", "Captioning: Random scene", "button", "cap_random"),
     Control("image-captioning", "Captioning: Decoding", "radio", "cap_method"),
     Control("image-captioning?decoding=beam%20search", "Captioning: Beam width", "slider", "cap_beam"),
-    Control("image-captioning", "Captioning: Word t", "slider", "cap_t"),
+    Control("image-captioning", "Captioning: Word t", "instant", "cap_t", drag=True),
 ]
 
 # Also notes when the figure first shows the move: a new plotly drawing (its .main-svg added under the document), or
@@ -200,6 +202,7 @@ CONTROLS = [
 # new stop. For a control that answers in the browser (kit.instant, its key given), also when it has answered: the
 # frame after its view and every chart that follows it show the same new stop.
 ARM = """(key) => { window.__bench.pressed = null; window.__bench.figure = null; window.__bench.answered = null;
+    window.__bench.working = null;
     const figureNow = () => { if (window.__bench.pressed !== null) window.__bench.figure ??= performance.now(); };
     window.__benchFigureWatch?.forEach(watch => watch.disconnect());
     const plotly = new MutationObserver(records => {
@@ -212,6 +215,12 @@ ARM = """(key) => { window.__bench.pressed = null; window.__bench.figure = null;
             watch.observe(host.shadowRoot.querySelector('.instant-chart'),
                           {attributes: true, attributeFilter: ['data-shown']});
             return watch; })];
+    // The page marked as working (app.browser: a run that a move started), the first frame it shows it.
+    const working = new MutationObserver(() => {
+        if (window.__bench.pressed !== null && document.documentElement.dataset.rnnvizWorking)
+            window.__bench.working ??= performance.now(); });
+    working.observe(document.documentElement, {attributes: true, attributeFilter: ['data-rnnviz-working']});
+    window.__benchFigureWatch.push(working);
     const root = key && document.querySelector(`.st-key-${key}_instant .rnnviz-instant`);
     if (root) {
         const before = root.dataset.shown;
@@ -253,7 +262,8 @@ SETTLED = """(settledMs) => {
     return [(b.last - b.pressed) / 1000, (Math.max(...ended) - b.pressed) / 1000,
             (Math.min(...started) - b.pressed) / 1000, charts.filter(chart => !chart.__benchSeen).length,
             b.figure === null ? null : (b.figure - b.pressed) / 1000,
-            b.answered === null ? null : (b.answered - b.pressed) / 1000];
+            b.answered === null ? null : (b.answered - b.pressed) / 1000,
+            b.working === null ? null : (b.working - b.pressed) / 1000];
 }"""
 
 
@@ -266,6 +276,7 @@ class Move:
     charts: int
     figure_s: float | None  # the press to the figure first showing the move (None: no figure changed)
     answered_s: float | None  # a control that answers in the browser: the press to its view and figures showing it
+    working_s: float | None  # the press to the page marked as working for the move's run (None: never marked)
     busy_s: float
 
 
@@ -601,7 +612,10 @@ def _start_live_runs(browser, url: str, count: int) -> list:
     for _ in range(count):
         tab = browser.new_context(viewport=VIEWPORT).new_page()
         _open(tab, url, f"char-model-training?preset={quote(DEFAULT_PRESET)}")
-        tab.get_by_role("combobox", name="Built-in corpus", exact=True).click()
+        box = tab.get_by_role("combobox", name="Built-in corpus", exact=True)
+        box.click()
+        if tab.get_by_role("listbox").count() == 0:
+            box.press("ArrowDown")  # a box that kept the focus through the page's last run can stay shut on a click
         tab.get_by_role("option", name=CORPUS_LABELS["python-stdlib"]).click()
         tab.get_by_text("Next run trains on python-stdlib").wait_for()
         tab.get_by_role("button", name="Start", exact=True).click()
@@ -675,6 +689,11 @@ def measure(controls=CONTROLS, training: int = 0) -> dict:
                 "figure_shown_s": None if figure is None else round(figure, 3),
                 "renderer_work": shares,
                 "moves_s": [round(m.settled_s, 3) for m in moves]}
+            working = [m.working_s for m in moves if m.working_s is not None]
+            if working:  # a move that waits for the server: when the page first said it was working
+                results[control.name].update(working_shown_s=round(statistics.median(working), 3),
+                                             working_shown_worst_s=round(max(working), 3),
+                                             moves_marked_working=len(working))
             if answered is not None:  # the run that follows is the report of the move, afterwards
                 results[control.name].update(answered_s=round(answered, 3), answered_worst_s=round(max(answers), 3),
                                              answered_moves_s=[round(a, 3) for a in answers])
@@ -714,7 +733,9 @@ def run() -> dict:
 # The controls that answer in the browser (kit.instant, kit.instant_chart), and those that change what such a control
 # holds (their server run now makes every stop): the row browser_latency_instant.
 RESTOPPING = {"Hand-built RNN: Nonlinearity", "Hand-built RNN: a weight + (any of 15)", "Stacked RNNs: Cell",
-              "Stacked RNNs: Layers", "LSTM gates: H, hidden size", "Gradient decay (clipping): learning rate"}
+              "Stacked RNNs: Layers", "LSTM gates: H, hidden size", "Gradient decay (clipping): learning rate",
+              "Unrolling: Hidden size H", "Unrolling: Scale of W_hh", "Truncated BPTT: Chunk length K",
+              "Captioning: Decoding", "Captioning: Beam width", "Gradient decay (per-step sum): log scale"}
 IN_BROWSER = [control for control in CONTROLS
               if control.answers_in_browser or control.drag or control.name in RESTOPPING]
 
@@ -723,13 +744,18 @@ def run_in_browser() -> dict:
     return measure(IN_BROWSER)
 
 
-if __name__ == "__main__":  # python -m bench.browser_latency in-browser: those controls alone, in their own row
+LIVE_RUNS = 2  # the class case: two live runs training on the same server (bench.browser_latency_class)
+
+if __name__ == "__main__":  # python -m bench.browser_latency in-browser [class]: those controls, in their own row
     import sys
 
     from bench.__main__ import write_row
 
-    if sys.argv[1:] != ["in-browser"]:
-        raise SystemExit("usage: python -m bench.browser_latency in-browser   (all controls: python -m bench "
+    if sys.argv[1:] not in (["in-browser"], ["in-browser", "class"]):
+        raise SystemExit("usage: python -m bench.browser_latency in-browser [class]   (all controls: python -m bench "
                          "browser_latency)")
     load = os.getloadavg()[0]
-    write_row("browser_latency_instant", run_in_browser(), load)
+    if sys.argv[2:] == ["class"]:
+        write_row("browser_latency_instant_class", measure(IN_BROWSER, training=LIVE_RUNS), load)
+    else:
+        write_row("browser_latency_instant", run_in_browser(), load)
