@@ -59,7 +59,9 @@ def test_a_section_link_opens_that_section_only_on_one_screen_with_its_slider_be
     lowest = page.evaluate(LOWEST_ELEMENT)
     assert lowest <= SCREEN["height"], f"section {section} runs to {lowest:.0f} px, below the 900 px screen"
     # Its first slider sits beside its figure: to the left of it, at the same height.
-    slider = box(page.locator("[data-testid='stMain'] [data-testid='stSlider']").first)
+    # (a Streamlit slider, or one that answers in the browser: kit.instant's range input)
+    slider = box(page.locator("[data-testid='stMain'] [data-testid='stSlider'], "
+                              "[data-testid='stMain'] input.rnnviz-instant-range").first)
     figure = box(page.locator("[data-testid='stPlotlyChart'], .stBidiComponent").last)  # plotly's or an instant one
     assert slider["x"] + slider["width"] <= figure["x"]
     assert slider["y"] < figure["y"] + figure["height"] and figure["y"] < slider["y"] + slider["height"]

@@ -137,7 +137,7 @@ def lesson_button(url_path: str, intro: str, equation: str | None) -> None:
     record = Record(url_path, intro, equation)
     st.session_state[_RECORD] = record
     title = page_by_url(url_path).title
-    st.download_button(
+    st.sidebar.download_button(  # in the sidebar: under the title it pushed each page's first screen down
         "Download this lesson", data=lambda: lesson_file(record, title), file_name=f"rnnviz-{url_path}.html",
         mime="text/html", on_click="ignore", icon=":material/download:", key="lesson_download",
         help="One HTML file with this page's figures and the controls that move in the browser, as they are now. "
