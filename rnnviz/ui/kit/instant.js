@@ -375,8 +375,8 @@ function follow(data, parentElement) {
 
 // The server hears of the stop once the control has been still for data.quiet_ms (at once where the page needs
 // the server for every move), never while a pointer holds the control down. A report the server has not answered
-// (its run sends back the report's number) within RESEND_MS is sent again, a few times: on a loaded machine one
-// was seen to get no run at all, and the session kept the old stop while the page and its address showed the new.
+// (its run sends back the report's number) within RESEND_MS is sent again, a few times: a lost message must not
+// leave the session at the old stop while the page and its address show the new.
 const RESEND_MS = 3000;
 const RESENDS = 3;
 
